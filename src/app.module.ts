@@ -1,0 +1,22 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AuthModule } from './auth/auth.module.js';
+import { CalculatorsModule } from './calculators/calculators.module.js';
+import type { AppConfig } from './core/config/config.js';
+import { ConfigModule } from './core/config/config.module.js';
+import { DatabaseModule } from './core/database/database.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { WorkspacesModule } from './workspaces/workspaces.module.js';
+
+/** Shared core every process needs: configuration and the database. */
+export const coreImports = (config: AppConfig) => [ConfigModule.forRoot(config), DatabaseModule];
+
+/** The API process: the HTTP API (and, unless WORKER_ENABLED=false, the delivery worker). */
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [...coreImports(config), AuthModule, WorkspacesModule, CalculatorsModule, WebhooksModule],
+    };
+  }
+}

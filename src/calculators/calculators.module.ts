@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CalculatorEntity } from './calculator.entity.js';
+import { CalculatorsController } from './calculators.controller.js';
+import { CalculatorsService } from './calculators.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([CalculatorEntity])],
+  controllers: [CalculatorsController],
+  providers: [CalculatorsService],
+  exports: [CalculatorsService],
+})
+export class CalculatorsModule {}

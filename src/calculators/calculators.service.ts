@@ -1,0 +1,66 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, IsNull, Repository } from 'typeorm';
+import { newId } from '../core/ids.js';
+import { CalculatorEntity } from './calculator.entity.js';
+
+export interface NewCalculator {
+  workspaceId: string;
+  name: string;
+  status?: string;
+  folderId?: string;
+  slug?: string | null;
+}
+
+@Injectable()
+export class CalculatorsService {
+  constructor(@InjectRepository(CalculatorEntity) private readonly calculators: Repository<CalculatorEntity>) {}
+
+  list(workspaceId: string, limit: number, offset: number): Promise<CalculatorEntity[]> {
+    return this.calculators.find({
+      where: { workspaceId, removedAt: IsNull() },
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: limit,
+      skip: offset,
+    });
+  }
+
+  /** The ids among `ids` that are live calculators of the workspace. */
+  async existingIds(workspaceId: string, ids: string[]): Promise<Set<string>> {
+    const rows = await this.calculators.find({
+      select: { id: true },
+      where: { workspaceId, id: In(ids), removedAt: IsNull() },
+    });
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async create(input: NewCalculator): Promise<CalculatorEntity> {
+    const now = new Date();
+    const calculator = this.calculators.create({
+      id: newId(),
+      workspaceId: input.workspaceId,
+      folderId: input.folderId ?? newId(),
+      name: input.name,
+      slug: input.slug ?? null,
+      status: input.status ?? 'draft',
+      elements: [],
+      layouts: { lg: [], md: [], sm: [] },
+      variables: [],
+      submitActions: {},
+      themeId: 'default',
+      templateVisibility: null,
+      templateCalculatorId: null,
+      clonesCount: 0,
+      impressionsCount: 0,
+      lastImpressionAt: null,
+      submissionsCount: 0,
+      lastSubmissionAt: null,
+      newElementCount: {},
+      createdAt: now,
+      updatedAt: now,
+      removedAt: null,
+    });
+    await this.calculators.insert(calculator);
+    return calculator;
+  }
+}

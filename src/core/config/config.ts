@@ -1,0 +1,141 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+
+const bool = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
+const int = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+
+/** Environment variables, with the defaults that make a local run work with no `.env`. */
+export class EnvironmentVariables {
+  @IsIn(['development', 'test', 'production'])
+  NODE_ENV: 'development' | 'test' | 'production' = 'development';
+
+  @Matches(/^postgres(ql)?:\/\/.+\/[^/?]+/, { message: 'must be a postgres:// URL with a database name' })
+  DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/calc_webhooks';
+
+  @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
+  REDIS_URL = 'redis://127.0.0.1:6379';
+
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ or -' })
+  QUEUE_PREFIX = 'cw';
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @Transform(bool)
+  @IsBoolean()
+  MIGRATIONS_RUN = true;
+
+  @Transform(bool)
+  @IsBoolean()
+  WORKER_ENABLED = true;
+
+  @Transform(int)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  WORKER_CONCURRENCY = 50;
+
+  @Transform(int)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
+  DELIVERY_TIMEOUT_MS = 15000;
+
+  @Matches(/^\s*\d+(ms|s|m|h)?\s*(,\s*\d+(ms|s|m|h)?\s*)*$/, {
+    message: 'must be a comma-separated list of delays such as 5s,5m,30m,2h (units ms, s, m, h)',
+  })
+  DELIVERY_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
+
+  @Transform(int)
+  @IsInt()
+  @Min(50)
+  @Max(3600000)
+  SWEEP_INTERVAL_MS = 30000;
+
+  @IsString()
+  WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
+
+  @Transform(int)
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  MAX_WEBHOOKS_PER_WORKSPACE = 100;
+
+  @IsString()
+  SEED_DEMO = '';
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+}
+
+export interface AppConfig {
+  env: EnvironmentVariables['NODE_ENV'];
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  port: number;
+  migrationsRun: boolean;
+  workerEnabled: boolean;
+  workerConcurrency: number;
+  deliveryTimeoutMs: number;
+  /** Delays in ms before attempt 2, 3, ...; attempts in all = length + 1. */
+  retryScheduleMs: number[];
+  sweepIntervalMs: number;
+  allowPrivateTargets: boolean;
+  maxWebhooksPerWorkspace: number;
+  seedDemo: boolean;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60000, h: 3600000 };
+
+export function parseDurationList(value: string): number[] {
+  return value.split(',').map((part) => {
+    const [, n, unit] = /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(part)!;
+    return Number(n) * UNIT_MS[unit ?? 'ms'];
+  });
+}
+
+function optionalBool(name: string, value: string, fallback: boolean): boolean {
+  if (value === '') return fallback;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new ConfigError(`${name}: must be true or false`);
+}
+
+/** Reads and validates the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
+  const known = Object.keys(new EnvironmentVariables());
+  const present = Object.fromEntries(
+    known.filter((k) => source[k] !== undefined && source[k] !== '').map((k) => [k, source[k]]),
+  );
+  const env = plainToInstance(EnvironmentVariables, present);
+  const errors = validateSync(env, { skipMissingProperties: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const devLike = env.NODE_ENV !== 'production';
+  return {
+    env: env.NODE_ENV,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    queuePrefix: env.QUEUE_PREFIX,
+    port: env.PORT,
+    migrationsRun: env.MIGRATIONS_RUN,
+    workerEnabled: env.WORKER_ENABLED,
+    workerConcurrency: env.WORKER_CONCURRENCY,
+    deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
+    retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    allowPrivateTargets: optionalBool('WEBHOOK_ALLOW_PRIVATE_TARGETS', env.WEBHOOK_ALLOW_PRIVATE_TARGETS, devLike),
+    maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
+    seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),
+    logLevel: env.LOG_LEVEL,
+  };
+}

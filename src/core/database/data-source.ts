@@ -1,0 +1,37 @@
+import type { DataSourceOptions } from 'typeorm';
+import { ApiKeyEntity } from '../../auth/api-key.entity.js';
+import { CalculatorEntity } from '../../calculators/calculator.entity.js';
+import { DeliveryAttemptEntity, DeliveryEntity } from '../../delivery/delivery.entity.js';
+import { SubmissionEntity } from '../../submissions/submission.entity.js';
+import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '../../webhooks/webhook.entity.js';
+import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
+import type { AppConfig } from '../config/config.js';
+import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
+
+export const ENTITIES = [
+  WorkspaceEntity,
+  ApiKeyEntity,
+  CalculatorEntity,
+  WebhookEntity,
+  WebhookCalculatorEntity,
+  WebhookTriggerEntity,
+  SubmissionEntity,
+  DeliveryEntity,
+  DeliveryAttemptEntity,
+];
+
+export const MIGRATIONS = [InitialSchema1763740000000];
+
+export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: config.databaseUrl,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    logging: false,
+    poolSize,
+    extra: { connectionTimeoutMillis: 5000, application_name: 'calc-webhooks' },
+  };
+}

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import type { AppConfig } from '../config/config.js';
+import { APP_CONFIG } from '../config/config.module.js';
+import { dataSourceOptions } from './data-source.js';
+
+@Module({
+  imports: [
+    TypeOrmModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => ({
+        ...dataSourceOptions(config, config.workerEnabled ? config.workerConcurrency + 10 : 20),
+        // The app never blocks start-up retrying: a down database is reported and the process exits.
+        retryAttempts: 0,
+      }),
+    }),
+  ],
+})
+export class DatabaseModule {}

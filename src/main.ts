@@ -1,0 +1,26 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module.js';
+import { loadConfigOrExit } from './core/config/load-or-exit.js';
+import { runMigrations } from './core/database/migrate.js';
+import { configureApp } from './core/http/configure-app.js';
+
+async function bootstrap(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = new Logger('Main');
+  if (config.migrationsRun) {
+    const applied = await runMigrations(config);
+    if (applied.length > 0) logger.log(`Applied migrations: ${applied.join(', ')}`);
+  }
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), { bodyParser: false });
+  configureApp(app);
+  await app.listen(config.port);
+  logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
+}
+
+bootstrap().catch((error: Error) => {
+  process.stderr.write(`Failed to start: ${error.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,79 @@
+import {
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  IsArray,
+  IsIn,
+  IsString,
+  MaxLength,
+  Validate,
+  ValidateIf,
+  type ValidationArguments,
+  ValidatorConstraint,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
+import { isCuid2 } from '../core/ids.js';
+import { ACCEPTED_SOURCES, TRIGGER_TYPES } from './webhook-sources.js';
+
+export const MAX_URL_LENGTH = 2048;
+export const MAX_CALCULATORS_PER_WEBHOOK = 100;
+
+@ValidatorConstraint({ name: 'httpUrl' })
+class HttpUrlConstraint implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (typeof value !== 'string' || /\s/.test(value)) return false;
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname.length > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must be an absolute http or https URL`;
+  }
+}
+
+@ValidatorConstraint({ name: 'cuid2Each' })
+class Cuid2EachConstraint implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return Array.isArray(value) && value.every(isCuid2);
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const bad = (args.value as unknown[]).find((v) => !isCuid2(v));
+    return `${args.property} must contain only CUID2 calculator ids (got ${JSON.stringify(bad)})`;
+  }
+}
+
+/** Present means not null: an optional field sent as null is an error, not a default. */
+const unlessUndefined = (property: string) => ValidateIf((o: Record<string, unknown>) => o[property] !== undefined);
+
+export class CreateWebhookDto {
+  @IsString()
+  @MaxLength(MAX_URL_LENGTH)
+  @Validate(HttpUrlConstraint)
+  url: string;
+
+  @unlessUndefined('triggers')
+  @IsArray()
+  @ArrayNotEmpty()
+  @IsIn(TRIGGER_TYPES, { each: true, message: `each value in triggers must be one of: ${TRIGGER_TYPES.join(', ')}` })
+  triggers?: string[];
+
+  @IsArray()
+  @ArrayNotEmpty()
+  @ArrayMaxSize(MAX_CALCULATORS_PER_WEBHOOK)
+  @Validate(Cuid2EachConstraint)
+  calculators: string[];
+
+  @unlessUndefined('name')
+  @IsString()
+  @MaxLength(255)
+  name?: string;
+
+  @unlessUndefined('source')
+  @IsString()
+  @IsIn(ACCEPTED_SOURCES, { message: `source must be one of: ${ACCEPTED_SOURCES.join(', ')}` })
+  source?: string;
+}

@@ -1,0 +1,150 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomBytes } from 'node:crypto';
+import { DataSource, IsNull } from 'typeorm';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { ApiError } from '../core/http/api-error.js';
+import { newId } from '../core/ids.js';
+import { CalculatorsService } from '../calculators/calculators.service.js';
+import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import type { CreateWebhookDto } from './create-webhook.dto.js';
+import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
+import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
+import { serializeWebhookListItem, type WebhookListItem } from './webhook.serializer.js';
+
+interface WebhookListRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  url: string;
+  source: string;
+  created_at: Date;
+  updated_at: Date;
+  calculators: { id: string; name: string }[];
+  triggers: string[];
+}
+
+/** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
+export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+@Injectable()
+export class WebhooksService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly calculators: CalculatorsService,
+  ) {}
+
+  /** Active webhooks with their calculators and triggers, built in one query. */
+  async list(workspaceId: string): Promise<WebhookListItem[]> {
+    const rows: WebhookListRow[] = await this.dataSource.query(
+      `SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at,
+         COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.created_at, c.id)
+                   FROM webhook_calculators wc JOIN calculators c ON c.id = wc.calculator_id
+                   WHERE wc.webhook_id = w.id AND c.removed_at IS NULL), '[]') AS calculators,
+         COALESCE((SELECT json_agg(t.type ORDER BY t.type) FROM webhook_triggers t WHERE t.webhook_id = w.id),
+                  '[]') AS triggers
+       FROM webhooks w
+       WHERE w.workspace_id = $1 AND w.removed_at IS NULL
+       ORDER BY w.created_at, w.id`,
+      [workspaceId],
+    );
+    return rows.map((r) =>
+      serializeWebhookListItem(
+        {
+          id: r.id,
+          workspaceId: r.workspace_id,
+          name: r.name,
+          url: r.url,
+          source: r.source,
+          createdAt: r.created_at,
+          updatedAt: r.updated_at,
+        } as WebhookEntity,
+        r.calculators,
+        r.triggers,
+      ),
+    );
+  }
+
+  async create(workspaceId: string, dto: CreateWebhookDto): Promise<WebhookEntity> {
+    const calculatorIds = [...new Set(dto.calculators)];
+    const triggers = [...new Set(dto.triggers ?? TRIGGER_TYPES)];
+    const existing = await this.calculators.existingIds(workspaceId, calculatorIds);
+    const unknown = calculatorIds.filter((id) => !existing.has(id));
+    if (unknown.length > 0) {
+      throw ApiError.badRequest(
+        `Unknown calculator${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`,
+        unknown.map((id) => ({ field: 'calculators', message: `calculator ${id} does not exist in this workspace` })),
+      );
+    }
+    return this.dataSource.transaction(async (manager) => {
+      // The workspace row lock serialises registrations, so the cap holds under concurrent requests.
+      await manager
+        .createQueryBuilder(WorkspaceEntity, 'w')
+        .setLock('pessimistic_write')
+        .where('w.id = :workspaceId', { workspaceId })
+        .getOne();
+      const active = await manager.count(WebhookEntity, { where: { workspaceId, removedAt: IsNull() } });
+      if (active >= this.config.maxWebhooksPerWorkspace) {
+        throw ApiError.badRequest(
+          `This workspace already has the maximum of ${this.config.maxWebhooksPerWorkspace} active webhooks`,
+        );
+      }
+      const now = new Date();
+      const webhook = manager.create(WebhookEntity, {
+        id: newId(),
+        workspaceId,
+        name: dto.name ?? '',
+        url: dto.url,
+        source: canonicalSource(dto.source ?? 'user'),
+        secret: generateSigningSecret(),
+        createdAt: now,
+        updatedAt: now,
+        removedAt: null,
+      });
+      await manager.insert(WebhookEntity, webhook);
+      await manager.insert(
+        WebhookCalculatorEntity,
+        calculatorIds.map((calculatorId) => ({ webhookId: webhook.id, calculatorId })),
+      );
+      await manager.insert(
+        WebhookTriggerEntity,
+        triggers.map((type) => ({ webhookId: webhook.id, type })),
+      );
+      return webhook;
+    });
+  }
+
+  async get(workspaceId: string, id: string): Promise<WebhookEntity> {
+    const webhook = await this.dataSource
+      .getRepository(WebhookEntity)
+      .findOneBy({ id, workspaceId, removedAt: IsNull() });
+    if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
+    return webhook;
+  }
+
+  /**
+   * Marks the webhook removed and cancels its pending deliveries. The row lock waits for any
+   * attempt in flight (the worker holds a share lock while sending), so once this returns
+   * nothing more reaches the receiver.
+   */
+  async remove(workspaceId: string, id: string): Promise<{ webhook: WebhookEntity; cancelledDeliveryIds: string[] }> {
+    return this.dataSource.transaction(async (manager) => {
+      const webhook = await manager
+        .createQueryBuilder(WebhookEntity, 'w')
+        .setLock('pessimistic_write')
+        .where('w.id = :id AND w.workspace_id = :workspaceId AND w.removed_at IS NULL', { id, workspaceId })
+        .getOne();
+      if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
+      const now = new Date();
+      await manager.update(WebhookEntity, { id }, { removedAt: now, updatedAt: now });
+      const cancelled: { id: string }[] = await manager.query(
+        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = $2
+         WHERE webhook_id = $1 AND status = 'pending' RETURNING id`,
+        [id, now],
+      );
+      return { webhook, cancelledDeliveryIds: cancelled.map((d) => d.id) };
+    });
+  }
+}

@@ -1,0 +1,29 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiKeysService, type IssuedApiKey } from '../auth/api-keys.service.js';
+import { newId } from '../core/ids.js';
+import { WorkspaceEntity } from './workspace.entity.js';
+
+@Injectable()
+export class WorkspacesService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly apiKeys: ApiKeysService,
+  ) {}
+
+  /** Creates a workspace and its first API key in one transaction. */
+  create(name: string): Promise<{ workspace: WorkspaceEntity } & IssuedApiKey> {
+    return this.dataSource.transaction(async (manager) => {
+      const now = new Date();
+      const workspace = manager.create(WorkspaceEntity, { id: newId(), name, createdAt: now, updatedAt: now });
+      await manager.insert(WorkspaceEntity, workspace);
+      const issued = await this.apiKeys.issue(workspace.id, manager);
+      return { workspace, ...issued };
+    });
+  }
+
+  findById(id: string): Promise<WorkspaceEntity | null> {
+    return this.dataSource.getRepository(WorkspaceEntity).findOneBy({ id });
+  }
+}

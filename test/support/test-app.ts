@@ -1,0 +1,90 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { createId } from '@paralleldrive/cuid2';
+import pg from 'pg';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { AppModule } from '../../src/app.module.js';
+import { CalculatorsService } from '../../src/calculators/calculators.service.js';
+import type { CalculatorEntity } from '../../src/calculators/calculator.entity.js';
+import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
+import { runMigrations } from '../../src/core/database/migrate.js';
+import { configureApp } from '../../src/core/http/configure-app.js';
+import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
+import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
+
+export const PG_BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const TEST_DB_PATTERN = /^cw_test_[a-z0-9]+$/;
+
+export interface TestApp {
+  app: INestApplication;
+  config: AppConfig;
+  dataSource: DataSource;
+  http: () => ReturnType<typeof request>;
+  close: () => Promise<void>;
+}
+
+export interface TestWorkspace {
+  workspace: WorkspaceEntity;
+  key: string;
+}
+
+/** A fresh database (migrated, never synchronized) and queue prefix for one test file. */
+export async function createTestDatabaseConfig(overrides: Record<string, string> = {}): Promise<AppConfig> {
+  const dbName = `cw_test_${createId()}`;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: `${PG_BASE_URL}/${dbName}`,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `test-${dbName}`,
+    WORKER_ENABLED: 'false',
+    SEED_DEMO: 'false',
+    LOG_LEVEL: 'warn',
+    ...overrides,
+  });
+  await runMigrations(config);
+  return config;
+}
+
+/** Drops a test database; refuses any name that does not mark it as a test one. */
+export async function dropTestDatabase(databaseUrl: string): Promise<void> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  if (!TEST_DB_PATTERN.test(name)) throw new Error(`Refusing to drop non-test database ${name}`);
+  const client = new pg.Client({ connectionString: `${PG_BASE_URL}/postgres` });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createTestApp(overrides: Record<string, string> = {}): Promise<TestApp> {
+  const config = await createTestDatabaseConfig(overrides);
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  configureApp(app);
+  await app.init();
+  return {
+    app,
+    config,
+    dataSource: app.get(DataSource),
+    http: () => request(app.getHttpServer()),
+    close: async () => {
+      await app.close();
+      await dropTestDatabase(config.databaseUrl);
+    },
+  };
+}
+
+export async function createWorkspace(t: TestApp, name = 'Test workspace'): Promise<TestWorkspace> {
+  const { workspace, key } = await t.app.get(WorkspacesService).create(name);
+  return { workspace, key };
+}
+
+export function createCalculator(t: TestApp, workspaceId: string, name = 'Calculator'): Promise<CalculatorEntity> {
+  return t.app.get(CalculatorsService).create({ workspaceId, name });
+}
+
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
