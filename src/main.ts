@@ -6,6 +6,8 @@ import { AppModule } from './app.module.js';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
 import { runMigrations } from './core/database/migrate.js';
 import { configureApp } from './core/http/configure-app.js';
+import { exitOnSignals } from './core/shutdown.js';
+import { describeDemoSeed, seedDemo } from './workspaces/demo-seed.js';
 
 async function bootstrap(): Promise<void> {
   const config = loadConfigOrExit();
@@ -16,6 +18,10 @@ async function bootstrap(): Promise<void> {
   }
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), { bodyParser: false });
   configureApp(app);
+  if (config.seedDemo) {
+    for (const line of describeDemoSeed(await seedDemo(app, config), config.port)) logger.log(line);
+  }
+  exitOnSignals(app, (message) => logger.log(message));
   await app.listen(config.port);
   logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
 }

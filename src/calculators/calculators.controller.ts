@@ -1,9 +1,9 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
+import { parsePaging } from '../core/http/paging.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { serializeCalculator, type CalculatorResponse } from './calculator.serializer.js';
 import { CalculatorsService } from './calculators.service.js';
-import { parseCalculatorPaging } from './list-calculators.query.js';
 
 @Controller('calculators')
 export class CalculatorsController {
@@ -14,7 +14,7 @@ export class CalculatorsController {
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Query() query: Record<string, unknown>,
   ): Promise<{ data: CalculatorResponse[] }> {
-    const { limit, offset } = parseCalculatorPaging(query);
+    const { limit, offset } = parsePaging(query);
     const rows = await this.calculators.list(workspace.id, limit, offset);
     return { data: rows.map(serializeCalculator) };
   }

@@ -5,6 +5,8 @@ import { newId } from '../core/ids.js';
 import { CalculatorEntity } from './calculator.entity.js';
 
 export interface NewCalculator {
+  /** A fixed id (the demo seed's); a new one otherwise. */
+  id?: string;
   workspaceId: string;
   name: string;
   status?: string;
@@ -37,7 +39,7 @@ export class CalculatorsService {
   async create(input: NewCalculator): Promise<CalculatorEntity> {
     const now = new Date();
     const calculator = this.calculators.create({
-      id: newId(),
+      id: input.id ?? newId(),
       workspaceId: input.workspaceId,
       folderId: input.folderId ?? newId(),
       name: input.name,

@@ -36,8 +36,7 @@ export class WebhooksController {
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
   ): Promise<{ data: WebhookResponse }> {
-    const { webhook } = await this.webhooks.remove(workspace.id, id);
-    return { data: serializeWebhook(webhook) };
+    return { data: serializeWebhook(await this.webhooks.remove(workspace.id, id)) };
   }
 
   @Get(':webhookId/secret')

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
+import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @Module({
-  imports: [CalculatorsModule],
+  imports: [CalculatorsModule, DeliveryQueueModule],
   controllers: [WebhooksController],
   providers: [WebhooksService],
   exports: [WebhooksService],

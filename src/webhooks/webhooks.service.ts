@@ -5,8 +5,9 @@ import { DataSource, IsNull } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
-import { newId } from '../core/ids.js';
+import { isCuid2, newId } from '../core/ids.js';
 import { CalculatorsService } from '../calculators/calculators.service.js';
+import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
@@ -34,6 +35,7 @@ export class WebhooksService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly calculators: CalculatorsService,
+    private readonly queue: DeliveryQueue,
   ) {}
 
   /** Active webhooks with their calculators and triggers, built in one query. */
@@ -117,6 +119,8 @@ export class WebhooksService {
   }
 
   async get(workspaceId: string, id: string): Promise<WebhookEntity> {
+    // Only a CUID2 can be a webhook id; anything else (a NUL byte would make Postgres fail) is unknown.
+    if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
     const webhook = await this.dataSource
       .getRepository(WebhookEntity)
       .findOneBy({ id, workspaceId, removedAt: IsNull() });
@@ -129,8 +133,9 @@ export class WebhooksService {
    * attempt in flight (the worker holds a share lock while sending), so once this returns
    * nothing more reaches the receiver.
    */
-  async remove(workspaceId: string, id: string): Promise<{ webhook: WebhookEntity; cancelledDeliveryIds: string[] }> {
-    return this.dataSource.transaction(async (manager) => {
+  async remove(workspaceId: string, id: string): Promise<WebhookEntity> {
+    if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
+    const { webhook, cancelledDeliveryIds } = await this.dataSource.transaction(async (manager) => {
       const webhook = await manager
         .createQueryBuilder(WebhookEntity, 'w')
         .setLock('pessimistic_write')
@@ -146,5 +151,7 @@ export class WebhooksService {
       );
       return { webhook, cancelledDeliveryIds: cancelled.map((d) => d.id) };
     });
+    await this.queue.remove(cancelledDeliveryIds);
+    return webhook;
   }
 }

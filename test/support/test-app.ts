@@ -10,6 +10,7 @@ import type { CalculatorEntity } from '../../src/calculators/calculator.entity.j
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { configureApp } from '../../src/core/http/configure-app.js';
+import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
@@ -72,7 +73,9 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
     dataSource: app.get(DataSource),
     http: () => request(app.getHttpServer()),
     close: async () => {
+      const queue = app.get(DeliveryQueue).queue;
       await app.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
       await dropTestDatabase(config.databaseUrl);
     },
   };

@@ -56,6 +56,12 @@ export class EnvironmentVariables {
   @Max(3600000)
   SWEEP_INTERVAL_MS = 30000;
 
+  @Transform(int)
+  @IsInt()
+  @Min(1000)
+  @Max(600000)
+  DELIVERY_LOCK_MS = 30000;
+
   @IsString()
   WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
 
@@ -85,6 +91,8 @@ export interface AppConfig {
   /** Delays in ms before attempt 2, 3, ...; attempts in all = length + 1. */
   retryScheduleMs: number[];
   sweepIntervalMs: number;
+  /** How long a worker's claim on a job lasts without renewal; a killed worker's jobs return after it. */
+  deliveryLockMs: number;
   allowPrivateTargets: boolean;
   maxWebhooksPerWorkspace: number;
   seedDemo: boolean;
@@ -133,6 +141,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    deliveryLockMs: env.DELIVERY_LOCK_MS,
     allowPrivateTargets: optionalBool('WEBHOOK_ALLOW_PRIVATE_TARGETS', env.WEBHOOK_ALLOW_PRIVATE_TARGETS, devLike),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),

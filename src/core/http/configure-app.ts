@@ -2,10 +2,13 @@ import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ApiError } from './api-error.js';
+import { fullPath } from './allowed-methods.js';
 import { HttpExceptionFilter } from './http-exception.filter.js';
 import { createValidationPipe } from './validation.js';
 
 export const API_PREFIX = 'api/v1';
+/** Routes served outside `/api/v1`; any other path there is unknown. Add a new unprefixed route here. */
+export const UNPREFIXED_PATHS = ['healthz', 'readyz', 'metrics'];
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const SUBMISSION_BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -22,9 +25,17 @@ function requireJsonContentType(req: Request, _res: Response, next: NextFunction
   next();
 }
 
+/** Nest's not-found handler only covers the prefix; elsewhere Express would answer with an HTML page. */
+function notFoundOutsidePrefix(req: Request, _res: Response, next: NextFunction): void {
+  const path = fullPath(req).toLowerCase(); // Express matches routes case-insensitively
+  const known = [API_PREFIX, ...UNPREFIXED_PATHS].some((p) => path === `/${p}` || path.startsWith(`/${p}/`));
+  next(known ? undefined : ApiError.notFound(`No route for ${req.method} ${fullPath(req)}`));
+}
+
 /** Every JSON body this API takes is an object; an array or a bare value is refused. */
 function requireObjectBody(req: Request, _res: Response, next: NextFunction): void {
-  const parsed = (req as Request & { _body?: boolean })._body === true;
+  // body-parser 2 leaves req.body undefined when there was no body, and sets no `_body` flag.
+  const parsed = req.body !== undefined;
   if (parsed && (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))) {
     next(ApiError.badRequest('Request body must be a JSON object'));
     return;
@@ -37,6 +48,7 @@ export function configureApp(app: INestApplication): void {
   const http = app as NestExpressApplication;
   http.disable('x-powered-by');
   http.set('query parser', 'simple');
+  http.use(notFoundOutsidePrefix);
   http.use(requireJsonContentType);
   http.use(
     `/${API_PREFIX}/calculators/:calculatorId/submissions`,
@@ -44,8 +56,7 @@ export function configureApp(app: INestApplication): void {
   );
   http.use(express.json({ limit: BODY_LIMIT_BYTES }));
   http.use(requireObjectBody);
-  http.setGlobalPrefix(API_PREFIX, { exclude: ['healthz', 'readyz', 'metrics'] });
+  http.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED_PATHS });
   http.useGlobalPipes(createValidationPipe());
   http.useGlobalFilters(new HttpExceptionFilter());
-  http.enableShutdownHooks();
 }

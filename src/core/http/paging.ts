@@ -1,7 +1,7 @@
-import { ApiError } from '../core/http/api-error.js';
+import { ApiError } from './api-error.js';
 
-export const CALCULATORS_DEFAULT_LIMIT = 50;
-export const CALCULATORS_MAX_LIMIT = 100;
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 100;
 const INT32_MAX = 2_147_483_647;
 
 function parseNonNegativeInt(field: string, raw: unknown): number | undefined {
@@ -12,14 +12,14 @@ function parseNonNegativeInt(field: string, raw: unknown): number | undefined {
   return Number(raw);
 }
 
-/** `limit` 1..100 (default 50, larger values clamped), `offset` 0..int32 max (default 0). */
-export function parseCalculatorPaging(query: Record<string, unknown>): { limit: number; offset: number } {
+/** List paging: `limit` 1..100 (default 50, larger values clamped), `offset` 0..int32 max (default 0). */
+export function parsePaging(query: Record<string, unknown>): { limit: number; offset: number } {
   const limit = parseNonNegativeInt('limit', query.limit);
   const offset = parseNonNegativeInt('offset', query.offset);
   if (limit === 0) throw ApiError.invalidField('limit', 'must be at least 1');
   if (offset !== undefined && offset > INT32_MAX) throw ApiError.invalidField('offset', 'must fit in a 32-bit integer');
   return {
-    limit: Math.min(limit ?? CALCULATORS_DEFAULT_LIMIT, CALCULATORS_MAX_LIMIT),
+    limit: Math.min(limit ?? DEFAULT_LIMIT, MAX_LIMIT),
     offset: offset ?? 0,
   };
 }

@@ -1,0 +1,141 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type QueryRunner } from 'typeorm';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { newId } from '../core/ids.js';
+import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
+import { buildPayload } from './delivery-payload.js';
+import type { DeliverJobData } from './delivery-queue.js';
+import { signPayload } from './signing.js';
+import { WebhookSender, type SendResult } from './webhook-sender.js';
+
+export type RunResult = AttemptOutcome | { status: 'cancelled' } | { status: 'skipped' };
+
+interface AttemptContext {
+  webhook_id: string;
+  url: string;
+  secret: string;
+  webhook_removed: boolean;
+  submission_id: string;
+  calculator_id: string;
+  finished: boolean;
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+// FOR SHARE OF w: held while sending, so DELETE (which takes the row FOR UPDATE) waits for an
+// attempt in flight, and no attempt starts once DELETE has committed.
+const LOCK_WEBHOOK_AND_READ = `
+  SELECT w.id AS webhook_id, w.url, w.secret, w.removed_at IS NOT NULL AS webhook_removed,
+         s.id AS submission_id, s.calculator_id, s.finished, s.data, s.meta, s.created_at, s.updated_at
+  FROM deliveries d
+  JOIN webhooks w ON w.id = d.webhook_id
+  JOIN submissions s ON s.id = d.submission_id
+  WHERE d.id = $1
+  FOR SHARE OF w`;
+
+// SKIP LOCKED: if another worker is attempting this delivery right now, leave it to that one.
+const LOCK_PENDING_DELIVERY = `
+  SELECT attempt_count, max_attempts FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`;
+
+const RECORD_ATTEMPT = `
+  WITH attempt AS (
+    INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
+                                   response_body, error, succeeded)
+    VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)
+  )
+  UPDATE deliveries SET status = $11, attempt_count = $3, next_attempt_at = $12, last_attempt_at = $5,
+    last_status_code = $7, last_error = $9, completed_at = $13, updated_at = now()
+  WHERE id = $1`;
+
+/** Runs one attempt of one delivery: re-read, lock, sign, send, record. */
+@Injectable()
+export class DeliveryAttemptService {
+  private readonly logger = new Logger('DeliveryAttempt');
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly sender: WebhookSender,
+  ) {}
+
+  async run(deliveryId: string, trigger: DeliverJobData['trigger']): Promise<RunResult> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      const result = await this.attemptInTransaction(runner, deliveryId, trigger);
+      await runner.commitTransaction();
+      return result;
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async attemptInTransaction(
+    runner: QueryRunner,
+    deliveryId: string,
+    trigger: DeliverJobData['trigger'],
+  ): Promise<RunResult> {
+    const [ctx]: AttemptContext[] = await runner.query(LOCK_WEBHOOK_AND_READ, [deliveryId]);
+    if (!ctx) return { status: 'skipped' };
+    const [delivery]: { attempt_count: number; max_attempts: number }[] = await runner.query(LOCK_PENDING_DELIVERY, [
+      deliveryId,
+    ]);
+    if (!delivery) return { status: 'skipped' };
+    if (ctx.webhook_removed) {
+      await runner.query(
+        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), updated_at = now()
+         WHERE id = $1`,
+        [deliveryId],
+      );
+      return { status: 'cancelled' };
+    }
+    const attemptNumber = delivery.attempt_count + 1;
+    const startedAt = new Date();
+    const result = await this.send(deliveryId, ctx);
+    const outcome = decideOutcome(result, attemptNumber, delivery.max_attempts, this.config.retryScheduleMs);
+    await runner.query(RECORD_ATTEMPT, [
+      deliveryId,
+      newId(),
+      attemptNumber,
+      trigger,
+      startedAt,
+      result.durationMs,
+      result.statusCode,
+      result.responseExcerpt,
+      result.error,
+      result.ok,
+      outcome.status,
+      outcome.status === 'pending' ? new Date(Date.now() + outcome.delayMs) : null,
+      outcome.status === 'pending' ? null : new Date(),
+    ]);
+    this.logger.log(
+      `delivery=${deliveryId} webhook=${ctx.webhook_id} attempt=${attemptNumber} status=${result.statusCode ?? '-'} ` +
+        `outcome=${outcome.status} durationMs=${result.durationMs}${result.error ? ` error="${result.error}"` : ''}`,
+    );
+    return outcome;
+  }
+
+  private send(deliveryId: string, ctx: AttemptContext): Promise<SendResult> {
+    const body = JSON.stringify(
+      buildPayload(ctx.webhook_id, {
+        id: ctx.submission_id,
+        calculatorId: ctx.calculator_id,
+        finished: ctx.finished,
+        data: ctx.data,
+        meta: ctx.meta,
+        createdAt: ctx.created_at,
+        updatedAt: ctx.updated_at,
+      }),
+    );
+    const headers = signPayload(ctx.secret, deliveryId, Math.floor(Date.now() / 1000), body);
+    return this.sender.send(ctx.url, body, { ...headers });
+  }
+}

@@ -1,0 +1,53 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, Logger } from '@nestjs/common';
+import type { JobsOptions, Queue } from 'bullmq';
+
+export const DELIVERY_QUEUE = 'deliveries';
+export const DELIVER_JOB = 'deliver';
+
+export interface DeliverJobData {
+  deliveryId: string;
+  trigger: 'scheduled' | 'manual';
+}
+
+/** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
+export const DELIVER_JOB_OPTIONS: JobsOptions = {
+  attempts: 1_000_000,
+  backoff: { type: 'delivery' },
+  removeOnComplete: true,
+  removeOnFail: true,
+};
+
+/** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
+@Injectable()
+export class DeliveryQueue {
+  private readonly logger = new Logger('DeliveryQueue');
+
+  constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {}
+
+  /**
+   * Adds jobs for deliveries already committed to Postgres. A job that exists is left alone, and a
+   * failure here loses nothing: the sweeper enqueues due pending deliveries that have no job.
+   */
+  async enqueue(deliveryIds: string[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
+    if (deliveryIds.length === 0) return;
+    try {
+      await this.queue.addBulk(
+        deliveryIds.map((deliveryId) => ({
+          name: DELIVER_JOB,
+          data: { deliveryId, trigger },
+          opts: { ...DELIVER_JOB_OPTIONS, jobId: deliveryId },
+        })),
+      );
+    } catch (error) {
+      this.logger.warn(
+        `Enqueue of ${deliveryIds.length} deliveries deferred to the sweeper: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  /** Drops the jobs of cancelled deliveries; one that is running finds its delivery cancelled. */
+  async remove(deliveryIds: string[]): Promise<void> {
+    await Promise.all(deliveryIds.map((id) => this.queue.remove(id).catch(() => 0))).catch(() => undefined);
+  }
+}

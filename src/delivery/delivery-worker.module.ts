@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { DeliveryAttemptService } from './delivery-attempt.service.js';
+import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { DeliverySweeper } from './delivery.sweeper.js';
+import { DeliveryWorker } from './delivery.worker.js';
+import { SSRF_RESOLVER, WebhookSender } from './webhook-sender.js';
+
+/** The consumer side: only processes that deliver (dist/worker.js, or the api with WORKER_ENABLED) import it. */
+@Module({
+  imports: [DeliveryQueueModule],
+  providers: [
+    { provide: SSRF_RESOLVER, useValue: undefined },
+    WebhookSender,
+    DeliveryAttemptService,
+    DeliveryWorker,
+    DeliverySweeper,
+  ],
+  exports: [DeliverySweeper],
+})
+export class DeliveryWorkerModule {}

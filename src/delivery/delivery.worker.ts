@@ -1,0 +1,63 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { DeliveryAttemptService } from './delivery-attempt.service.js';
+import { DELIVERY_QUEUE, type DeliverJobData } from './delivery-queue.js';
+
+/** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */
+export class RetryLaterError extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+// Postgres or Redis trouble (not a receiver's answer): try the same attempt again shortly.
+const INFRASTRUCTURE_RETRY_MS = 5_000;
+
+export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
+  error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
+
+/**
+ * The BullMQ consumer. Retries belong to the queue: a failed attempt throws, and the job comes back
+ * after the delay the schedule chose; a delivery that has ended completes or fails the job.
+ */
+@Injectable()
+export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('DeliveryWorker');
+  private worker?: Worker<DeliverJobData>;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly attempts: DeliveryAttemptService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job) => this.process(job), {
+      connection: { url: this.config.redisUrl, maxRetriesPerRequest: null },
+      prefix: this.config.queuePrefix,
+      concurrency: this.config.workerConcurrency,
+      lockDuration: this.config.deliveryLockMs,
+      stalledInterval: this.config.deliveryLockMs,
+      maxStalledCount: 1_000,
+      settings: { backoffStrategy: deliveryBackoff },
+    });
+    this.worker.on('error', (error) => this.logger.warn(`Worker connection error: ${error.message}`));
+    this.logger.log(`Delivery worker started (concurrency ${this.config.workerConcurrency})`);
+  }
+
+  async process(job: Job<DeliverJobData>): Promise<string> {
+    const result = await this.attempts.run(job.data.deliveryId, job.data.trigger);
+    if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
+    if (result.status === 'failed') throw new UnrecoverableError(result.reason);
+    return result.status;
+  }
+
+  /** Stops taking jobs and waits for attempts in flight (each bounded by DELIVERY_TIMEOUT_MS). */
+  async onModuleDestroy(): Promise<void> {
+    await this.worker?.close();
+  }
+}

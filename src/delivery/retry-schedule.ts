@@ -1,0 +1,29 @@
+export const MAX_RETRY_AFTER_MS = 10 * 3600 * 1000;
+const JITTER = 0.2;
+
+/** Attempts in all for a delivery: the first one plus one per scheduled delay. */
+export const maxAttemptsFor = (scheduleMs: number[]): number => scheduleMs.length + 1;
+
+/** `Retry-After` as seconds or an HTTP date, in ms from `now`; null when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/**
+ * Delay before the attempt after `attemptNumber` (1-based): the schedule's delay with +-20% jitter,
+ * or the receiver's Retry-After when that is longer, capped at 10 hours.
+ */
+export function nextRetryDelayMs(
+  attemptNumber: number,
+  scheduleMs: number[],
+  retryAfterMs: number | null = null,
+  random: () => number = Math.random,
+): number {
+  const base = scheduleMs[Math.min(attemptNumber, scheduleMs.length) - 1] ?? 0;
+  const jittered = Math.round(base * (1 - JITTER + 2 * JITTER * random()));
+  return Math.min(Math.max(jittered, retryAfterMs ?? 0), MAX_RETRY_AFTER_MS);
+}

@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { SubmissionsController } from './submissions.controller.js';
+import { SubmissionsService } from './submissions.service.js';
+
+@Module({
+  imports: [DeliveryQueueModule],
+  controllers: [SubmissionsController],
+  providers: [SubmissionsService],
+  exports: [SubmissionsService],
+})
+export class SubmissionsModule {}
