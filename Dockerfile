@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# Build: full dependencies, compile TypeScript to dist/.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime: production dependencies and dist/ only. The same image runs the api (default),
+# the worker (node dist/worker.js), migrations (node dist/migrate.js) and the CLI (node dist/cli.js).
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# `npm run cli` / `npm run migration:run` call ensure-build, which is a no-op without src/.
+COPY scripts/ensure-build.mjs ./scripts/
+COPY --from=build /app/dist ./dist
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/main.js"]
