@@ -4,6 +4,7 @@ import { DataSource, type QueryRunner } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { newId } from '../core/ids.js';
+import { lockWebhookOfDelivery } from '../webhooks/webhook-lock.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { buildPayload } from './delivery-payload.js';
 import type { DeliverJobData } from './delivery-queue.js';
@@ -13,6 +14,8 @@ import { WebhookSender, type SendResult } from './webhook-sender.js';
 export type RunResult = AttemptOutcome | { status: 'cancelled' } | { status: 'skipped' };
 
 interface AttemptContext {
+  attempt_count: number;
+  max_attempts: number;
   webhook_id: string;
   url: string;
   secret: string;
@@ -26,20 +29,17 @@ interface AttemptContext {
   updated_at: Date;
 }
 
-// FOR SHARE OF w: held while sending, so DELETE (which takes the row FOR UPDATE) waits for an
-// attempt in flight, and no attempt starts once DELETE has committed.
-const LOCK_WEBHOOK_AND_READ = `
-  SELECT w.id AS webhook_id, w.url, w.secret, w.removed_at IS NOT NULL AS webhook_removed,
+// Read after the webhook lock is held (a new statement, so a fresh snapshot): a webhook removed
+// meanwhile is seen as removed. SKIP LOCKED: another worker attempting this delivery keeps it.
+const READ_PENDING_DELIVERY = `
+  SELECT d.attempt_count, d.max_attempts,
+         w.id AS webhook_id, w.url, w.secret, w.removed_at IS NOT NULL AS webhook_removed,
          s.id AS submission_id, s.calculator_id, s.finished, s.data, s.meta, s.created_at, s.updated_at
   FROM deliveries d
   JOIN webhooks w ON w.id = d.webhook_id
   JOIN submissions s ON s.id = d.submission_id
-  WHERE d.id = $1
-  FOR SHARE OF w`;
-
-// SKIP LOCKED: if another worker is attempting this delivery right now, leave it to that one.
-const LOCK_PENDING_DELIVERY = `
-  SELECT attempt_count, max_attempts FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`;
+  WHERE d.id = $1 AND d.status = 'pending'
+  FOR UPDATE OF d SKIP LOCKED`;
 
 const RECORD_ATTEMPT = `
   WITH attempt AS (
@@ -83,12 +83,9 @@ export class DeliveryAttemptService {
     deliveryId: string,
     trigger: DeliverJobData['trigger'],
   ): Promise<RunResult> {
-    const [ctx]: AttemptContext[] = await runner.query(LOCK_WEBHOOK_AND_READ, [deliveryId]);
+    if (!(await lockWebhookOfDelivery(runner.manager, deliveryId))) return { status: 'skipped' };
+    const [ctx]: AttemptContext[] = await runner.query(READ_PENDING_DELIVERY, [deliveryId]);
     if (!ctx) return { status: 'skipped' };
-    const [delivery]: { attempt_count: number; max_attempts: number }[] = await runner.query(LOCK_PENDING_DELIVERY, [
-      deliveryId,
-    ]);
-    if (!delivery) return { status: 'skipped' };
     if (ctx.webhook_removed) {
       await runner.query(
         `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), updated_at = now()
@@ -97,10 +94,10 @@ export class DeliveryAttemptService {
       );
       return { status: 'cancelled' };
     }
-    const attemptNumber = delivery.attempt_count + 1;
+    const attemptNumber = ctx.attempt_count + 1;
     const startedAt = new Date();
     const result = await this.send(deliveryId, ctx);
-    const outcome = decideOutcome(result, attemptNumber, delivery.max_attempts, this.config.retryScheduleMs);
+    const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
     await runner.query(RECORD_ATTEMPT, [
       deliveryId,
       newId(),

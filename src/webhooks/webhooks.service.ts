@@ -10,6 +10,7 @@ import { CalculatorsService } from '../calculators/calculators.service.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
+import { lockWebhookForRemoval } from './webhook-lock.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
 import { serializeWebhookListItem, type WebhookListItem } from './webhook.serializer.js';
@@ -129,13 +130,13 @@ export class WebhooksService {
   }
 
   /**
-   * Marks the webhook removed and cancels its pending deliveries. The row lock waits for any
-   * attempt in flight (the worker holds a share lock while sending), so once this returns
-   * nothing more reaches the receiver.
+   * Marks the webhook removed and cancels its pending deliveries. The webhook lock waits for any
+   * attempt in flight and holds off new ones, so once this returns nothing more reaches the receiver.
    */
   async remove(workspaceId: string, id: string): Promise<WebhookEntity> {
-    if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
+    await this.get(workspaceId, id); // 404 before taking a lock that another workspace's attempts use
     const { webhook, cancelledDeliveryIds } = await this.dataSource.transaction(async (manager) => {
+      await lockWebhookForRemoval(manager, id);
       const webhook = await manager
         .createQueryBuilder(WebhookEntity, 'w')
         .setLock('pessimistic_write')
