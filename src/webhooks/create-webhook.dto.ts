@@ -17,10 +17,17 @@ import { ACCEPTED_SOURCES, TRIGGER_TYPES } from './webhook-sources.js';
 export const MAX_URL_LENGTH = 2048;
 export const MAX_CALCULATORS_PER_WEBHOOK = 100;
 
+// Postgres text cannot hold NUL, and no URL or name needs a control character.
+const hasControlCharacter = (value: string): boolean =>
+  [...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+
 @ValidatorConstraint({ name: 'httpUrl' })
 class HttpUrlConstraint implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    if (typeof value !== 'string' || /\s/.test(value)) return false;
+    // Also requires the `//` authority form, so `http:example.com` is not taken for a URL.
+    if (typeof value !== 'string' || /\s/.test(value) || hasControlCharacter(value) || !/^https?:\/\//i.test(value)) {
+      return false;
+    }
     try {
       const url = new URL(value);
       return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname.length > 0;
@@ -36,13 +43,25 @@ class HttpUrlConstraint implements ValidatorConstraintInterface {
 
 @ValidatorConstraint({ name: 'cuid2Each' })
 class Cuid2EachConstraint implements ValidatorConstraintInterface {
+  // A non-array is IsArray's to report; this message reads the array's entries.
   validate(value: unknown): boolean {
-    return Array.isArray(value) && value.every(isCuid2);
+    return !Array.isArray(value) || value.every(isCuid2);
   }
 
   defaultMessage(args: ValidationArguments): string {
     const bad = (args.value as unknown[]).find((v) => !isCuid2(v));
     return `${args.property} must contain only CUID2 calculator ids (got ${JSON.stringify(bad)})`;
+  }
+}
+
+@ValidatorConstraint({ name: 'noControlCharacters' })
+class NoControlCharactersConstraint implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value !== 'string' || !hasControlCharacter(value);
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must not contain control characters`;
   }
 }
 
@@ -70,6 +89,7 @@ export class CreateWebhookDto {
   @unlessUndefined('name')
   @IsString()
   @MaxLength(255)
+  @Validate(NoControlCharactersConstraint)
   name?: string;
 
   @unlessUndefined('source')
