@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
+import { isCuid2 } from '../core/ids.js';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { buildPayload } from './delivery-payload.js';
@@ -59,7 +60,7 @@ export class DeliveryLogService {
 
   /** Sends an ended delivery once more, now, with the same webhook-id; 400 while it is pending. */
   async retry(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
-    await this.webhooks.get(workspaceId, webhookId);
+    const webhook = await this.webhooks.get(workspaceId, webhookId);
     const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
     if (delivery.status === 'pending') {
       throw ApiError.invalidField('status', 'the delivery is still pending; retry it once it has ended');
@@ -81,11 +82,13 @@ export class DeliveryLogService {
     if (updated.affected === 0) {
       throw ApiError.invalidField('status', 'the delivery is already being retried');
     }
-    await this.queue.enqueue([deliveryId], 'manual');
+    await this.queue.enqueue([{ deliveryId, url: webhook.url }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 
   private async findDelivery(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
+    // Only a CUID2 can be a delivery id; anything else (a NUL byte would make Postgres fail) is unknown.
+    if (!isCuid2(deliveryId)) throw ApiError.notFound(`Delivery ${deliveryId} not found`);
     const delivery = await this.dataSource
       .getRepository(DeliveryEntity)
       .findOneBy({ id: deliveryId, webhookId, workspaceId });

@@ -8,7 +8,16 @@ export const DELIVER_JOB = 'deliver';
 export interface DeliverJobData {
   deliveryId: string;
   trigger: 'scheduled' | 'manual';
+  /** host:port of the webhook url (webhooks are never updated), for the per-destination in-flight cap. */
+  destination: string;
 }
+
+export interface DeliveryToEnqueue {
+  deliveryId: string;
+  url: string;
+}
+
+export const destinationOf = (url: string): string => new URL(url).host;
 
 /** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
 export const DELIVER_JOB_OPTIONS: JobsOptions = {
@@ -29,19 +38,19 @@ export class DeliveryQueue {
    * Adds jobs for deliveries already committed to Postgres. A job that exists is left alone, and a
    * failure here loses nothing: the sweeper enqueues due pending deliveries that have no job.
    */
-  async enqueue(deliveryIds: string[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
-    if (deliveryIds.length === 0) return;
+  async enqueue(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
+    if (deliveries.length === 0) return;
     try {
       await this.queue.addBulk(
-        deliveryIds.map((deliveryId) => ({
+        deliveries.map(({ deliveryId, url }) => ({
           name: DELIVER_JOB,
-          data: { deliveryId, trigger },
+          data: { deliveryId, trigger, destination: destinationOf(url) },
           opts: { ...DELIVER_JOB_OPTIONS, jobId: deliveryId },
         })),
       );
     } catch (error) {
       this.logger.warn(
-        `Enqueue of ${deliveryIds.length} deliveries deferred to the sweeper: ${(error as Error).message}`,
+        `Enqueue of ${deliveries.length} deliveries deferred to the sweeper: ${(error as Error).message}`,
       );
     }
   }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DeliveryAttemptService } from './delivery-attempt.service.js';
+import { DestinationLimiter } from './destination-limiter.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
 import { DeliverySweeper } from './delivery.sweeper.js';
 import { DeliveryWorker } from './delivery.worker.js';
@@ -12,6 +13,7 @@ import { SSRF_RESOLVER, WebhookSender } from './webhook-sender.js';
     { provide: SSRF_RESOLVER, useValue: undefined },
     WebhookSender,
     DeliveryAttemptService,
+    DestinationLimiter,
     DeliveryWorker,
     DeliverySweeper,
   ],

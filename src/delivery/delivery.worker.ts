@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { DeliveryAttemptService } from './delivery-attempt.service.js';
+import { DestinationLimiter } from './destination-limiter.js';
 import { DELIVERY_QUEUE, type DeliverJobData } from './delivery-queue.js';
 
 /** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */
@@ -17,6 +18,8 @@ export class RetryLaterError extends Error {
 
 // Postgres or Redis trouble (not a receiver's answer): try the same attempt again shortly.
 const INFRASTRUCTURE_RETRY_MS = 5_000;
+// A job over its destination's in-flight cap looks again after 250-500 ms.
+const CAPPED_WAIT_MS = 250;
 
 export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
   error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
@@ -33,10 +36,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly attempts: DeliveryAttemptService,
+    private readonly limiter: DestinationLimiter,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job) => this.process(job), {
+    this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.process(job, token), {
       connection: { url: this.config.redisUrl, maxRetriesPerRequest: null },
       prefix: this.config.queuePrefix,
       concurrency: this.config.workerConcurrency,
@@ -49,11 +53,22 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.logger.log(`Delivery worker started (concurrency ${this.config.workerConcurrency})`);
   }
 
-  async process(job: Job<DeliverJobData>): Promise<string> {
-    const result = await this.attempts.run(job.data.deliveryId, job.data.trigger);
-    if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
-    if (result.status === 'failed') throw new UnrecoverableError(result.reason);
-    return result.status;
+  async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
+    const { deliveryId, trigger, destination } = job.data;
+    const capped = this.limiter.enabled && destination !== undefined;
+    if (capped && !(await this.limiter.acquire(destination, deliveryId))) {
+      // Over the destination's cap: wait without spending an attempt.
+      await job.moveToDelayed(Date.now() + CAPPED_WAIT_MS + Math.floor(Math.random() * CAPPED_WAIT_MS), token);
+      throw new DelayedError();
+    }
+    try {
+      const result = await this.attempts.run(deliveryId, trigger);
+      if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
+      if (result.status === 'failed') throw new UnrecoverableError(result.reason);
+      return result.status;
+    } finally {
+      if (capped) await this.limiter.release(destination, deliveryId);
+    }
   }
 
   /** Stops taking jobs and waits for attempts in flight (each bounded by DELIVERY_TIMEOUT_MS). */

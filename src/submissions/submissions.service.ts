@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
-import { newId } from '../core/ids.js';
+import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
 import type { SubmissionEntity } from './submission.entity.js';
@@ -37,6 +37,25 @@ const INSERT_SUBMISSION_WITH_OUTBOX = `
   )
   SELECT (SELECT count(*) FROM sub)::int AS created, ARRAY(SELECT id FROM outbox) AS delivery_ids`;
 
+// jsonb refuses \u0000 and unpaired surrogates: the caller's mistake, so a 400 rather than a failed INSERT.
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const storableText = (text: string): boolean => !text.includes('\0') && !UNPAIRED_SURROGATE.test(text);
+
+function storableAsJsonb(value: unknown): boolean {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.every(storableAsJsonb);
+  if (value === null || typeof value !== 'object') return true;
+  return Object.entries(value).every(([key, v]) => storableText(key) && storableAsJsonb(v));
+}
+
+function assertStorable(input: NewSubmission): void {
+  for (const field of ['data', 'meta'] as const) {
+    if (!storableAsJsonb(input[field])) {
+      throw ApiError.invalidField(field, 'must not contain NUL characters (\\u0000) or unpaired surrogates');
+    }
+  }
+}
+
 @Injectable()
 export class SubmissionsService {
   constructor(
@@ -47,13 +66,17 @@ export class SubmissionsService {
 
   /** Records a submission and its deliveries atomically, then enqueues the deliveries. */
   async create(workspaceId: string, calculatorId: string, input: NewSubmission): Promise<SubmissionEntity> {
-    const webhooks: { id: string }[] = await this.dataSource.query(
-      `SELECT w.id FROM webhook_calculators wc
+    // Only a CUID2 can be a calculator id; anything else (a NUL byte would make Postgres fail) is unknown.
+    if (!isCuid2(calculatorId)) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
+    assertStorable(input);
+    const webhooks: { id: string; url: string }[] = await this.dataSource.query(
+      `SELECT w.id, w.url FROM webhook_calculators wc
        JOIN webhooks w ON w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $2
        JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
        WHERE wc.calculator_id = $1`,
       [calculatorId, workspaceId],
     );
+    const outbox = webhooks.map((w) => ({ deliveryId: newId(), url: w.url }));
     const now = new Date();
     const submission: SubmissionEntity = {
       id: newId(),
@@ -75,13 +98,14 @@ export class SubmissionsService {
         submission.finished,
         JSON.stringify(submission.data),
         JSON.stringify(submission.meta),
-        webhooks.map(() => newId()),
+        outbox.map((d) => d.deliveryId),
         webhooks.map((w) => w.id),
         maxAttemptsFor(this.config.retryScheduleMs),
       ],
     );
     if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
-    await this.queue.enqueue(result.delivery_ids);
+    const committed = new Set(result.delivery_ids);
+    await this.queue.enqueue(outbox.filter((d) => committed.has(d.deliveryId)));
     return submission;
   }
 }

@@ -62,6 +62,12 @@ export class EnvironmentVariables {
   @Max(600000)
   DELIVERY_LOCK_MS = 30000;
 
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(10000)
+  DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION = 20;
+
   @IsString()
   WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
 
@@ -76,6 +82,18 @@ export class EnvironmentVariables {
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  METRICS_PORT = 9464;
+
+  @Matches(/^[^:]*$/, { message: 'must not contain a colon' })
+  ADMIN_USER = '';
+
+  @IsString()
+  ADMIN_PASSWORD = '';
 }
 
 export interface AppConfig {
@@ -93,10 +111,16 @@ export interface AppConfig {
   sweepIntervalMs: number;
   /** How long a worker's claim on a job lasts without renewal; a killed worker's jobs return after it. */
   deliveryLockMs: number;
+  /** Attempts in flight to one host:port across all workers; 0 = no cap. */
+  maxInFlightPerDestination: number;
   allowPrivateTargets: boolean;
   maxWebhooksPerWorkspace: number;
   seedDemo: boolean;
   logLevel: string;
+  /** Port of the worker process's /metrics server; 0 = off. The api serves /metrics on PORT. */
+  metricsPort: number;
+  /** Basic-auth credentials of the queue dashboard at /admin/queues; null = dashboard off. */
+  adminCredentials: { user: string; password: string } | null;
 }
 
 export class ConfigError extends Error {}
@@ -114,6 +138,14 @@ function optionalBool(name: string, value: string, fallback: boolean): boolean {
   if (value === '') return fallback;
   if (value === 'true' || value === 'false') return value === 'true';
   throw new ConfigError(`${name}: must be true or false`);
+}
+
+function adminCredentials(user: string, password: string): AppConfig['adminCredentials'] {
+  if (user === '' && password === '') return null;
+  if (user === '' || password === '') {
+    throw new ConfigError(`${user === '' ? 'ADMIN_USER' : 'ADMIN_PASSWORD'}: must be set together with the other`);
+  }
+  return { user, password };
 }
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */
@@ -142,9 +174,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     deliveryLockMs: env.DELIVERY_LOCK_MS,
+    maxInFlightPerDestination: env.DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION,
     allowPrivateTargets: optionalBool('WEBHOOK_ALLOW_PRIVATE_TARGETS', env.WEBHOOK_ALLOW_PRIVATE_TARGETS, devLike),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),
     logLevel: env.LOG_LEVEL,
+    metricsPort: env.METRICS_PORT,
+    adminCredentials: adminCredentials(env.ADMIN_USER, env.ADMIN_PASSWORD),
   };
 }
