@@ -4,8 +4,12 @@ import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
 import { ConfigModule } from './core/config/config.module.js';
 import { DatabaseModule } from './core/database/database.module.js';
+import { LoggingModule } from './core/logging/logging.module.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
 import { DeliveryModule } from './delivery/delivery.module.js';
+import { HealthModule } from './health/health.module.js';
+import { MetricsApiModule } from './metrics/metrics-api.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -21,12 +25,16 @@ export class AppModule {
       module: AppModule,
       imports: [
         ...coreImports(config),
+        LoggingModule,
+        MetricsModule,
         AuthModule,
         WorkspacesModule,
         CalculatorsModule,
         WebhooksModule,
         SubmissionsModule,
         DeliveryModule,
+        HealthModule,
+        MetricsApiModule,
         ...(config.workerEnabled ? [DeliveryWorkerModule] : []),
       ],
     };

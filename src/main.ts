@@ -12,12 +12,14 @@ import { describeDemoSeed, seedDemo } from './workspaces/demo-seed.js';
 async function bootstrap(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = new Logger('Main');
-  if (config.migrationsRun) {
-    const applied = await runMigrations(config);
-    if (applied.length > 0) logger.log(`Applied migrations: ${applied.join(', ')}`);
-  }
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), { bodyParser: false });
+  const applied = config.migrationsRun ? await runMigrations(config) : [];
+  // Logs are held until configureApp hands Nest the JSON logger.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+    bodyParser: false,
+    bufferLogs: true,
+  });
   configureApp(app);
+  if (applied.length > 0) logger.log(`Applied migrations: ${applied.join(', ')}`);
   if (config.seedDemo) {
     for (const line of describeDemoSeed(await seedDemo(app, config), config.port)) logger.log(line);
   }

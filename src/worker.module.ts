@@ -1,12 +1,19 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { coreImports } from './app.module.js';
 import type { AppConfig } from './core/config/config.js';
+import { LoggingModule } from './core/logging/logging.module.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
+import { MetricsServer } from './metrics/metrics-server.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 
-/** The worker process: the shared core and the delivery consumer, no HTTP API. */
+/** The worker process: the shared core and the delivery consumer, no HTTP API (only /metrics on METRICS_PORT). */
 @Module({})
 export class WorkerModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: WorkerModule, imports: [...coreImports(config), DeliveryWorkerModule] };
+    return {
+      module: WorkerModule,
+      imports: [...coreImports(config), LoggingModule, MetricsModule, DeliveryWorkerModule],
+      providers: [MetricsServer],
+    };
   }
 }

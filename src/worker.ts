@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
+import { AppLogger } from './core/logging/app-logger.js';
 import { exitOnSignals } from './core/shutdown.js';
 import { WorkerModule } from './worker.module.js';
 
@@ -9,7 +10,8 @@ import { WorkerModule } from './worker.module.js';
 async function bootstrap(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = new Logger('Worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config));
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), { bufferLogs: true });
+  app.useLogger(app.get(AppLogger));
   exitOnSignals(app, (message) => logger.log(message));
   logger.log(`Worker running (concurrency ${config.workerConcurrency}, queue prefix ${config.queuePrefix})`);
 }

@@ -4,6 +4,7 @@ import { DataSource, type QueryRunner } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { newId } from '../core/ids.js';
+import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
 import { lockWebhookOfDelivery } from '../webhooks/webhook-lock.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { buildPayload } from './delivery-payload.js';
@@ -60,6 +61,7 @@ export class DeliveryAttemptService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sender: WebhookSender,
+    private readonly metrics: DeliveryMetrics,
   ) {}
 
   async run(deliveryId: string, trigger: DeliverJobData['trigger']): Promise<RunResult> {
@@ -92,6 +94,7 @@ export class DeliveryAttemptService {
          WHERE id = $1`,
         [deliveryId],
       );
+      this.metrics.recordCancelled();
       return { status: 'cancelled' };
     }
     const attemptNumber = ctx.attempt_count + 1;
@@ -113,10 +116,17 @@ export class DeliveryAttemptService {
       outcome.status === 'pending' ? new Date(Date.now() + outcome.delayMs) : null,
       outcome.status === 'pending' ? null : new Date(),
     ]);
-    this.logger.log(
-      `delivery=${deliveryId} webhook=${ctx.webhook_id} attempt=${attemptNumber} status=${result.statusCode ?? '-'} ` +
-        `outcome=${outcome.status} durationMs=${result.durationMs}${result.error ? ` error="${result.error}"` : ''}`,
-    );
+    this.metrics.recordAttempt(outcome.status, result.durationMs);
+    this.logger.log({
+      msg: 'delivery attempt',
+      deliveryId,
+      webhookId: ctx.webhook_id,
+      attempt: attemptNumber,
+      statusCode: result.statusCode,
+      outcome: outcome.status,
+      durationMs: result.durationMs,
+      ...(result.error ? { error: result.error } : {}),
+    });
     return outcome;
   }
 

@@ -32,7 +32,10 @@ export const DELIVER_JOB_OPTIONS: JobsOptions = {
 export class DeliveryQueue {
   private readonly logger = new Logger('DeliveryQueue');
 
-  constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {}
+  constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
+    // Without a listener BullMQ prints every Redis reconnect failure to stderr, outside the JSON log.
+    queue.on('error', (error) => this.logger.warn(`Queue connection error: ${error.message}`));
+  }
 
   /**
    * Adds jobs for deliveries already committed to Postgres. A job that exists is left alone, and a

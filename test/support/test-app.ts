@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { createId } from '@paralleldrive/cuid2';
 import pg from 'pg';
 import request from 'supertest';
@@ -61,9 +61,13 @@ export async function dropTestDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-export async function createTestApp(overrides: Record<string, string> = {}): Promise<TestApp> {
+/** `customize` may override providers, e.g. the log destination. */
+export async function createTestApp(
+  overrides: Record<string, string> = {},
+  customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,
+): Promise<TestApp> {
   const config = await createTestDatabaseConfig(overrides);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const moduleRef = await customize(Test.createTestingModule({ imports: [AppModule.forRoot(config)] })).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
   configureApp(app);
   await app.init();

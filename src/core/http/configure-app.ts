@@ -1,6 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { mountQueueDashboard } from '../../admin/queue-dashboard.js';
+import { HttpMetrics } from '../../metrics/http.metrics.js';
+import { AppLogger } from '../logging/app-logger.js';
+import { requestLogger } from '../logging/request-logger.js';
 import { ApiError } from './api-error.js';
 import { fullPath } from './allowed-methods.js';
 import { HttpExceptionFilter } from './http-exception.filter.js';
@@ -43,11 +47,16 @@ function requireObjectBody(req: Request, _res: Response, next: NextFunction): vo
   next();
 }
 
-/** Everything the API process and the e2e tests share: prefix, body parsing, validation, errors. */
+/** Everything the API process and the e2e tests share: logging, metrics, prefix, body parsing, validation, errors. */
 export function configureApp(app: INestApplication): void {
   const http = app as NestExpressApplication;
+  const logger = app.get(AppLogger);
+  http.useLogger(logger);
   http.disable('x-powered-by');
   http.set('query parser', 'simple');
+  http.use(requestLogger(logger.pino)); // first: every later step, errors included, has the request id
+  http.use(app.get(HttpMetrics).middleware);
+  mountQueueDashboard(http);
   http.use(notFoundOutsidePrefix);
   http.use(requireJsonContentType);
   http.use(

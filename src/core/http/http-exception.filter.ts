@@ -42,7 +42,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         'Retry-After': '5',
       });
     }
-    const requestId = String(req.headers['x-request-id'] ?? randomUUID());
+    const requestId = String(req.id ?? randomUUID()); // set by the request logger, echoed in x-request-id
     this.logger.error(
       `Unhandled error ${requestId} on ${req.method} ${fullPath(req)}`,
       exception instanceof Error ? exception.stack : String(exception),

@@ -1,0 +1,61 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Gauge, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { DeliveryQueue } from '../delivery/delivery-queue.js';
+
+// A scrape must answer even while Redis or Postgres hangs; the gauge is then left out.
+const COLLECT_TIMEOUT_MS = 2_000;
+const QUEUE_STATES = ['waiting', 'delayed', 'active'] as const;
+
+// Uses deliveries_pending_due_idx; pending deliveries always have a next_attempt_at.
+const OLDEST_PENDING_AGE = `
+  SELECT greatest(0, extract(epoch FROM now() - min(next_attempt_at)))::float AS age
+  FROM deliveries WHERE status = 'pending'`;
+
+function withTimeout<T>(promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${COLLECT_TIMEOUT_MS} ms`)), COLLECT_TIMEOUT_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Backlog gauges, read on each scrape: queue job counts from Redis, the most overdue delivery from Postgres. */
+@Injectable()
+export class BacklogMetrics {
+  private readonly logger = new Logger('BacklogMetrics');
+
+  constructor(registry: Registry, queue: DeliveryQueue, @InjectDataSource() dataSource: DataSource) {
+    const logger = this.logger;
+    new Gauge({
+      name: 'webhook_delivery_queue_jobs',
+      help: 'Jobs in the delivery queue by state (waiting, delayed, active)',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          const counts = await withTimeout(queue.queue.getJobCounts(...QUEUE_STATES));
+          for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+        } catch (error) {
+          logger.warn(`Queue job counts unavailable: ${(error as Error).message}`);
+        }
+      },
+    });
+    new Gauge({
+      name: 'webhook_delivery_oldest_pending_age_seconds',
+      help: 'How long the most overdue pending delivery has been due, in seconds (0 when none is overdue)',
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          const [row]: { age: number | null }[] = await withTimeout(dataSource.query(OLDEST_PENDING_AGE));
+          this.set(row?.age ?? 0);
+        } catch (error) {
+          logger.warn(`Oldest pending delivery age unavailable: ${(error as Error).message}`);
+        }
+      },
+    });
+  }
+}

@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Histogram, Registry } from 'prom-client';
+
+/** What an attempt led to: `retry` is a failed attempt that will be tried again. */
+export type DeliveryOutcome = 'succeeded' | 'failed' | 'retry' | 'cancelled';
+
+/** Delivery counters, recorded by whichever process runs the worker (api in-process, or dist/worker.js). */
+@Injectable()
+export class DeliveryMetrics {
+  private readonly outcomes: Counter<'outcome'>;
+  private readonly attemptDuration: Histogram<'outcome'>;
+
+  constructor(registry: Registry) {
+    this.outcomes = new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Delivery decisions by outcome: succeeded, failed (given up), retry (attempt failed, retried later), cancelled (webhook removed)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    });
+    this.attemptDuration = new Histogram({
+      name: 'webhook_delivery_attempt_duration_seconds',
+      help: 'Duration of one delivery attempt (the HTTP request to the receiver), by outcome',
+      labelNames: ['outcome'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120],
+      registers: [registry],
+    });
+  }
+
+  recordAttempt(status: 'succeeded' | 'failed' | 'pending', durationMs: number): void {
+    const outcome = status === 'pending' ? 'retry' : status;
+    this.outcomes.inc({ outcome });
+    this.attemptDuration.observe({ outcome }, durationMs / 1000);
+  }
+
+  recordCancelled(): void {
+    this.outcomes.inc({ outcome: 'cancelled' });
+  }
+}

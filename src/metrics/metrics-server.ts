@@ -1,0 +1,46 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import http from 'node:http';
+import { once } from 'node:events';
+import { Registry } from 'prom-client';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+
+/** The worker process has no HTTP API; it serves GET /metrics on METRICS_PORT (0 = off). */
+@Injectable()
+export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('MetricsServer');
+  private server?: http.Server;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly registry: Registry,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.metricsPort === 0) return;
+    this.server = http.createServer((req, res) => void this.answer(req, res));
+    this.server.listen(this.config.metricsPort);
+    await once(this.server, 'listening');
+    this.logger.log(`Metrics on http://localhost:${this.config.metricsPort}/metrics`);
+  }
+
+  private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found\n');
+      return;
+    }
+    try {
+      const body = await this.registry.metrics();
+      res.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' }).end(body);
+    } catch (error) {
+      this.logger.error(`Metrics collection failed: ${(error as Error).message}`);
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('Metrics collection failed\n');
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server!.close(resolve));
+  }
+}

@@ -1,0 +1,118 @@
+import { createId } from '@paralleldrive/cuid2';
+import net from 'node:net';
+import { createTestApp, dropTestDatabase, PG_BASE_URL, type TestApp } from '../support/test-app.js';
+
+/** Forwards a local port to Postgres; stopping it makes Postgres unreachable for one app only. */
+class TcpProxy {
+  private server?: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  async start(port = this.port): Promise<void> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.target);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => (socket === client ? upstream : client).destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
+
+/** Closes an app whose Redis or Postgres is down (createTestApp's close would wait on Redis). */
+async function closeApp(t: TestApp): Promise<void> {
+  await t.app.close();
+  await dropTestDatabase(t.config.databaseUrl);
+}
+
+describe('health probes', () => {
+  describe('with Postgres and Redis up', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createTestApp();
+    });
+    afterAll(() => t.close());
+
+    it('GET /healthz answers 200 without an API key', async () => {
+      const res = await t.http().get('/healthz').expect(200);
+      expect(res.body).toMatchObject({ status: 'ok' });
+    });
+
+    it('GET /readyz answers 200 naming Postgres and Redis up', async () => {
+      const res = await t.http().get('/readyz').expect(200);
+      expect(res.body).toMatchObject({
+        status: 'ok',
+        info: { postgres: { status: 'up' }, redis: { status: 'up' } },
+      });
+    });
+
+    it('serves neither probe under /api/v1', async () => {
+      await t.http().get('/api/v1/healthz').expect(404);
+      await t.http().get('/api/v1/readyz').expect(404);
+    });
+  });
+
+  describe('with Redis unreachable', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      // Port 1: nothing listens, every connection is refused. The app must start all the same.
+      t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1' });
+    });
+    afterAll(() => closeApp(t));
+
+    it('GET /healthz still answers 200: the process is alive', async () => {
+      await t.http().get('/healthz').expect(200);
+    });
+
+    it('GET /readyz answers 503 naming Redis down and Postgres up', async () => {
+      const res = await t.http().get('/readyz').expect(503);
+      expect(res.body).toMatchObject({
+        status: 'error',
+        info: { postgres: { status: 'up' } },
+        error: { redis: { status: 'down' } },
+      });
+    });
+  });
+
+  describe('with Postgres going away after start', () => {
+    const pg = new URL(PG_BASE_URL);
+    const proxy = new TcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
+    let t: TestApp;
+    beforeAll(async () => {
+      await proxy.start();
+      const viaProxy = new URL(PG_BASE_URL);
+      viaProxy.port = String(proxy.port);
+      viaProxy.pathname = `/cw_test_${createId()}`;
+      t = await createTestApp({ DATABASE_URL: viaProxy.toString() });
+    });
+    afterAll(async () => {
+      await t.close();
+      await proxy.stop();
+    });
+
+    it('GET /readyz answers 503 naming Postgres down, then 200 once it is back', async () => {
+      await t.http().get('/readyz').expect(200);
+      await proxy.stop();
+      const down = await t.http().get('/readyz').expect(503);
+      expect(down.body).toMatchObject({
+        status: 'error',
+        info: { redis: { status: 'up' } },
+        error: { postgres: { status: 'down' } },
+      });
+      await t.http().get('/healthz').expect(200);
+      await proxy.start();
+      await t.http().get('/readyz').expect(200);
+    });
+  });
+});
