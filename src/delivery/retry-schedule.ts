@@ -15,7 +15,7 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 
 /**
  * Delay before the attempt after `attemptNumber` (1-based): the schedule's delay with +-20% jitter,
- * or the receiver's Retry-After when that is longer, capped at 10 hours.
+ * or the receiver's Retry-After (capped at 10 hours) when that is longer.
  */
 export function nextRetryDelayMs(
   attemptNumber: number,
@@ -25,5 +25,5 @@ export function nextRetryDelayMs(
 ): number {
   const base = scheduleMs[Math.min(attemptNumber, scheduleMs.length) - 1] ?? 0;
   const jittered = Math.round(base * (1 - JITTER + 2 * JITTER * random()));
-  return Math.min(Math.max(jittered, retryAfterMs ?? 0), MAX_RETRY_AFTER_MS);
+  return Math.max(jittered, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
 }

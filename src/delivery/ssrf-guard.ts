@@ -35,7 +35,8 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
 
 /** True when an address is not publicly routable (DESIGN 5); unparsable input counts as forbidden. */
 export function isForbiddenAddress(ip: string): boolean {
-  if (!ipaddr.isValid(ip)) return true;
+  // Only the plain forms a socket takes as an address: legacy ones (010.0.0.1, 127.1) parse differently per parser.
+  if (isIP(ip) === 0 || !ipaddr.isValid(ip)) return true;
   const address = ipaddr.parse(ip);
   if (address.kind() === 'ipv4') return FORBIDDEN_V4.some((range) => (address as ipaddr.IPv4).match(range));
   const v6 = address as ipaddr.IPv6;

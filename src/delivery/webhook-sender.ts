@@ -33,6 +33,15 @@ async function readCapped(body: AsyncIterable<Buffer>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** The first 2 KiB as text Postgres can store: no NUL, no character cut in half. */
+export function excerptOf(raw: Buffer): string {
+  const text = raw.subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8').replaceAll('\0', '\uFFFD');
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= RESPONSE_EXCERPT_BYTES) return text;
+  // stream: true holds back a trailing partial character instead of emitting U+FFFD for it.
+  return new TextDecoder().decode(bytes.subarray(0, RESPONSE_EXCERPT_BYTES), { stream: true });
+}
+
 function describe(error: unknown, timeoutMs: number): string {
   if (error instanceof ForbiddenDestinationError || error instanceof ResponseTooLargeError) return error.message;
   const e = error as { name?: string; code?: string; message?: string; cause?: unknown };
@@ -83,7 +92,7 @@ export class WebhookSender implements OnModuleDestroy {
       const retryAfter = Array.isArray(header) ? header[0] : header;
       try {
         const raw = await readCapped(response.body);
-        const excerpt = raw.subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+        const excerpt = excerptOf(raw);
         const ok = statusCode >= 200 && statusCode < 300;
         return done({ ok, statusCode, responseExcerpt: excerpt, retryAfter, error: null });
       } catch (error) {

@@ -1,55 +1,182 @@
-import { Webhook } from 'standardwebhooks';
-import { Receiver, waitFor } from '../support/receiver.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { USER_AGENT } from '../../src/delivery/webhook-sender.js';
+import {
+  listDeliveries,
+  setupWebhook,
+  SUBMISSION_KEYS,
+  submit,
+  useFastDeliveryApp,
+  verifySignature,
+  waitForEndedDelivery,
+} from '../support/delivery.js';
+import { client, keysOf, registerWebhook, signingSecret } from '../support/management-api.js';
+import { sleep, waitFor } from '../support/receiver.js';
+import { createCalculator, createWorkspace, type TestApp } from '../support/test-app.js';
 
 describe('webhook delivery', () => {
+  const env = useFastDeliveryApp();
+  const { startReceiver } = env;
   let t: TestApp;
-  let receiver: Receiver;
-  beforeAll(async () => {
-    t = await createTestApp({
-      WORKER_ENABLED: 'true',
-      DELIVERY_RETRY_SCHEDULE: '100ms,200ms',
-      DELIVERY_TIMEOUT_MS: '1000',
-      SWEEP_INTERVAL_MS: '200',
-    });
-    receiver = await Receiver.start();
-  });
-  afterAll(async () => {
-    await receiver.close();
-    await t.close();
+  beforeAll(() => {
+    t = env.t;
   });
 
-  it('delivers a submission once, signed', async () => {
-    const { workspace, key } = await createWorkspace(t);
-    const calc = await createCalculator(t, workspace.id);
-    const hook = await t
-      .http()
-      .post('/api/v1/webhooks')
-      .set('x-ac-api-key', key)
-      .send({ url: receiver.url, calculators: [calc.id] })
-      .expect(200);
-    const secret = (
-      await t.http().get(`/api/v1/webhooks/${hook.body.data.id}/secret`).set('x-ac-api-key', key).expect(200)
-    ).body.data.key;
-    const sub = await t
-      .http()
-      .post(`/api/v1/calculators/${calc.id}/submissions`)
-      .set('x-ac-api-key', key)
-      .send({ data: { a: 1 } })
-      .expect(200);
-    await waitFor(() => receiver.requests.length === 1, 5000, 'delivery');
-    const req = receiver.requests[0];
-    const payload = new Webhook(secret).verify(req.body, req.headers as Record<string, string>);
-    expect(payload).toEqual({ webhookId: hook.body.data.id, event: 'newSubmission', data: sub.body.data });
-    const log = await waitFor(async () => {
-      const r = await t
-        .http()
-        .get(`/api/v1/webhooks/${hook.body.data.id}/deliveries`)
-        .set('x-ac-api-key', key)
-        .expect(200);
-      return r.body.data[0]?.status === 'succeeded' ? r.body.data : null;
+  describe('on success', () => {
+    it('POSTs the submission once, with the documented body and headers, signed', async () => {
+      const receiver = await startReceiver();
+      const { api, calculator, webhook, secret } = await setupWebhook(t, receiver.url);
+      const submission = await submit(api, calculator.id, {
+        data: { answer: 42, text: 'héllo 😀', nested: { list: [1, 'two', null, true] } },
+        finished: false,
+        meta: { source: 'e2e' },
+      });
+
+      await waitFor(() => receiver.requests.length === 1, 5000, 'the POST');
+      const [request] = receiver.requests;
+      expect(request.method).toBe('POST');
+      expect(request.path).toBe('/hook');
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(request.headers['user-agent']).toBe(USER_AGENT);
+      expect(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(30);
+      expect(request.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+
+      const payload = verifySignature(secret, request) as { data: object };
+      expect(keysOf(payload)).toEqual(['data', 'event', 'webhookId']);
+      expect(keysOf(payload.data)).toEqual(SUBMISSION_KEYS);
+      expect(payload).toEqual({
+        webhookId: webhook.id,
+        event: 'newSubmission',
+        data: {
+          id: submission.id,
+          createdAt: submission.createdAt,
+          updatedAt: submission.updatedAt,
+          calculatorId: calculator.id,
+          finished: false,
+          data: { answer: 42, text: 'héllo 😀', nested: { list: [1, 'two', null, true] } },
+          meta: { source: 'e2e' },
+        },
+      });
+
+      const delivery = await waitForEndedDelivery(api, webhook.id);
+      expect(request.headers['webhook-id']).toBe(delivery.id);
+      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1, lastStatusCode: 200, lastError: null });
+      expect(delivery.attempts).toEqual([
+        expect.objectContaining({ attemptNumber: 1, trigger: 'scheduled', statusCode: 200, succeeded: true }),
+      ]);
+
+      await sleep(1000);
+      expect(receiver.requests).toHaveLength(1);
     });
-    expect(log).toHaveLength(1);
-    expect(req.headers['webhook-id']).toBe(log[0].id);
+
+    it('does not call a webhook bound to another calculator of the workspace', async () => {
+      const called = await startReceiver();
+      const other = await startReceiver();
+      const { api, workspace, calculator, webhook } = await setupWebhook(t, called.url);
+      const otherCalculator = await createCalculator(t, workspace.id, 'Other');
+      const otherWebhook = await registerWebhook(api, { url: other.url, calculators: [otherCalculator.id] });
+
+      await submit(api, calculator.id);
+      await waitForEndedDelivery(api, webhook.id);
+      await sleep(500);
+      expect(called.requests).toHaveLength(1);
+      expect(other.requests).toHaveLength(0);
+      expect(await listDeliveries(api, otherWebhook.id)).toEqual([]);
+    });
+
+    it('fans out to every webhook of the calculator: one POST each, distinct webhook-ids', async () => {
+      const [a, b, c] = await Promise.all([startReceiver(), startReceiver(), startReceiver()]);
+      const first = await setupWebhook(t, a.url);
+      const { api, calculator } = first;
+      const hooks = [first.webhook];
+      const secrets = [first.secret];
+      for (const receiver of [b, c]) {
+        const webhook = await registerWebhook(api, { url: receiver.url, calculators: [calculator.id] });
+        hooks.push(webhook);
+        secrets.push(await signingSecret(api, webhook.id));
+      }
+
+      const submission = await submit(api, calculator.id);
+      await waitFor(() => [a, b, c].every((r) => r.requests.length === 1), 5000, 'one POST to each receiver');
+      const deliveries = await Promise.all(hooks.map((h) => waitForEndedDelivery(api, h.id)));
+      await sleep(500);
+
+      [a, b, c].forEach((receiver, i) => {
+        expect(receiver.requests).toHaveLength(1);
+        const [request] = receiver.requests;
+        expect(verifySignature(secrets[i], request)).toMatchObject({
+          webhookId: hooks[i].id,
+          data: { id: submission.id },
+        });
+        expect(request.headers['webhook-id']).toBe(deliveries[i].id);
+        expect(deliveries[i]).toMatchObject({ status: 'succeeded', submissionId: submission.id });
+      });
+      expect(new Set(deliveries.map((d) => d.id)).size).toBe(3);
+    });
+
+    it('delivers the submissions of every calculator a webhook is bound to', async () => {
+      const receiver = await startReceiver();
+      const { workspace, key } = await createWorkspace(t);
+      const api = client(t, key);
+      const [calculator, second] = [await createCalculator(t, workspace.id), await createCalculator(t, workspace.id)];
+      const webhook = await registerWebhook(api, { url: receiver.url, calculators: [calculator.id, second.id] });
+
+      const subs = [await submit(api, calculator.id), await submit(api, second.id)];
+      await waitFor(() => receiver.requests.length === 2, 5000, 'two POSTs');
+      await sleep(500);
+      expect(receiver.requests).toHaveLength(2);
+      const delivered = receiver.requests.map((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id);
+      expect(delivered.sort()).toEqual(subs.map((s) => s.id).sort());
+      expect(receiver.requests.every((r) => JSON.parse(r.body).webhookId === webhook.id)).toBe(true);
+    });
+  });
+
+  describe('when Redis loses the job', () => {
+    it('re-enqueues a due delivery that has no job (sweeper) and delivers it once', async () => {
+      const receiver = await startReceiver();
+      const queue = t.app.get(DeliveryQueue).queue;
+      const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
+      await queue.pause();
+      let deliveryId: string;
+      try {
+        await submit(api, calculator.id);
+        [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [
+          workspace.id,
+        ]);
+        // The crash between commit and enqueue, or Redis restarted empty: the job is gone.
+        expect(await queue.getJob(deliveryId)).toBeTruthy();
+        await queue.remove(deliveryId);
+        expect(await queue.getJob(deliveryId)).toBeUndefined();
+      } finally {
+        await queue.resume();
+      }
+
+      await waitFor(() => receiver.requests.length === 1, 5000, 'the swept delivery');
+      const delivery = await waitForEndedDelivery(api, webhook.id);
+      expect(delivery).toMatchObject({ id: deliveryId, status: 'succeeded', attemptCount: 1 });
+      expect(receiver.requests[0].headers['webhook-id']).toBe(deliveryId);
+      await sleep(1000);
+      expect(receiver.requests).toHaveLength(1);
+    });
+
+    it('re-enqueues a delivery whose scheduled retry was lost, keeping its attempt count', async () => {
+      const receiver = await startReceiver((_req, i) =>
+        i === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 },
+      );
+      const queue = t.app.get(DeliveryQueue).queue;
+      const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
+      await submit(api, calculator.id);
+      const [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [
+        workspace.id,
+      ]);
+      await waitFor(async () => (await queue.getJobState(deliveryId)) === 'delayed', 5000, 'the delayed retry');
+      await queue.remove(deliveryId);
+      expect(await queue.getJob(deliveryId)).toBeUndefined();
+
+      const delivery = await waitForEndedDelivery(api, webhook.id, 10_000);
+      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2 });
+      expect(delivery.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
+      expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
+      expect(receiver.requests[1].receivedAt - receiver.requests[0].receivedAt).toBeGreaterThanOrEqual(1900);
+    });
   });
 });

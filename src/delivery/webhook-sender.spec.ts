@@ -1,0 +1,173 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { loadConfig } from '../core/config/config.js';
+import { Receiver } from '../../test/support/receiver.js';
+import type { Resolver } from './ssrf-guard.js';
+import { excerptOf, MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES, USER_AGENT, WebhookSender } from './webhook-sender.js';
+
+// Real sockets against a real local receiver; only name resolution is injected.
+const resolver: Resolver = (hostname, callback) =>
+  hostname === 'rebind.test'
+    ? callback(null, [{ address: '127.0.0.1', family: 4 }])
+    : callback(new Error('ENOTFOUND'), []);
+
+const senderWith = (allowPrivateTargets: boolean) =>
+  new WebhookSender(
+    loadConfig({
+      NODE_ENV: 'test',
+      DELIVERY_TIMEOUT_MS: '1000',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: String(allowPrivateTargets),
+    }),
+    resolver,
+  );
+
+describe('excerptOf', () => {
+  const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+
+  it('keeps a short body as it is', () => {
+    expect(excerptOf(Buffer.from('{"ok":true}'))).toBe('{"ok":true}');
+  });
+
+  it('keeps the first 2 KiB of a long body', () => {
+    expect(excerptOf(Buffer.from('a'.repeat(10_000)))).toBe('a'.repeat(RESPONSE_EXCERPT_BYTES));
+  });
+
+  it('drops a multi-byte character cut at the 2 KiB mark', () => {
+    const excerpt = excerptOf(Buffer.from('a' + '€'.repeat(2000)));
+    expect(bytes(excerpt)).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+    expect(excerpt).toMatch(/^a€+$/);
+  });
+
+  it('replaces NUL, which Postgres text cannot hold', () => {
+    expect(excerptOf(Buffer.from('ok\0ok'))).toBe('ok\uFFFDok');
+  });
+
+  it('stays within 2 KiB for a binary body', () => {
+    const excerpt = excerptOf(Buffer.alloc(10_000, 0xff));
+    expect(bytes(excerpt)).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+    expect(excerpt).not.toContain('\0');
+  });
+});
+
+describe('WebhookSender', () => {
+  let receiver: Receiver;
+  const senders: WebhookSender[] = [];
+  const sender = (allowPrivateTargets: boolean) => {
+    const s = senderWith(allowPrivateTargets);
+    senders.push(s);
+    return s;
+  };
+  beforeEach(async () => {
+    receiver = await Receiver.start();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await Promise.all(senders.splice(0).map((s) => s.onModuleDestroy()));
+  });
+
+  const port = () => new URL(receiver.url).port;
+
+  describe('with the SSRF guard on', () => {
+    it.each([
+      ['an IPv4 loopback literal', () => `http://127.0.0.1:${port()}/hook`],
+      ['a legacy-form loopback literal', () => `http://127.1:${port()}/hook`],
+      ['an IPv6 loopback literal', () => `http://[::1]:${port()}/hook`],
+      ['localhost', () => `http://localhost:${port()}/hook`],
+      ['a name resolving to a loopback address', () => `http://rebind.test:${port()}/hook`],
+    ])('refuses %s and sends nothing', async (_what, url) => {
+      const result = await sender(false).send(url(), '{}', {});
+      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result.error).toMatch(/not publicly routable|non-public address|ENOTFOUND/);
+      expect(receiver.requests).toHaveLength(0);
+    });
+  });
+
+  describe('with private targets allowed', () => {
+    it('POSTs the body with the JSON content type, user agent and given headers', async () => {
+      const result = await sender(true).send(receiver.url, '{"a":1}', { 'webhook-id': 'msg_1' });
+      expect(result).toMatchObject({ ok: true, statusCode: 200, error: null });
+      expect(receiver.requests).toHaveLength(1);
+      const [req] = receiver.requests;
+      expect(req.method).toBe('POST');
+      expect(req.body).toBe('{"a":1}');
+      expect(req.headers['content-type']).toBe('application/json');
+      expect(req.headers['user-agent']).toBe(USER_AGENT);
+      expect(req.headers['webhook-id']).toBe('msg_1');
+    });
+
+    it('keeps at most 2 KiB of the response body, cut on a character boundary', async () => {
+      receiver.behaviour = () => ({ status: 500, body: 'x' + 'é'.repeat(5000) });
+      const result = await sender(true).send(receiver.url, '{}', {});
+      expect(result.statusCode).toBe(500);
+      expect(Buffer.byteLength(result.responseExcerpt!, 'utf8')).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+      expect(result.responseExcerpt).toMatch(/^xé+$/);
+    });
+
+    it('fails a 2xx whose body exceeds 64 KiB', async () => {
+      receiver.behaviour = () => ({ status: 200, body: 'x'.repeat(MAX_RESPONSE_BYTES + 1) });
+      const result = await sender(true).send(receiver.url, '{}', {});
+      expect(result.ok).toBe(false);
+      expect(result.statusCode).toBe(200);
+      expect(result.error).toMatch(/exceeds/);
+    });
+
+    it('accepts a 2xx whose body is exactly 64 KiB', async () => {
+      receiver.behaviour = () => ({ status: 200, body: 'x'.repeat(MAX_RESPONSE_BYTES) });
+      expect(await sender(true).send(receiver.url, '{}', {})).toMatchObject({ ok: true, statusCode: 200 });
+    });
+
+    it('does not follow a redirect', async () => {
+      const target = await Receiver.start();
+      try {
+        receiver.behaviour = () => ({ status: 302, headers: { location: target.url } });
+        const result = await sender(true).send(receiver.url, '{}', {});
+        expect(result).toMatchObject({ ok: false, statusCode: 302 });
+        expect(target.requests).toHaveLength(0);
+      } finally {
+        await target.close();
+      }
+    });
+
+    it('times out a receiver that does not answer in time', async () => {
+      receiver.behaviour = () => ({ hang: true });
+      const result = await sender(true).send(receiver.url, '{}', {});
+      expect(result).toMatchObject({ ok: false, statusCode: null, error: 'Timed out after 1000 ms' });
+      expect(result.durationMs).toBeGreaterThanOrEqual(900);
+      expect(result.durationMs).toBeLessThan(5000);
+    });
+
+    it('times out a receiver that answers the headers and then stalls the body', async () => {
+      const stalling = http.createServer((_req, res) => {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('partial');
+      });
+      await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: stallingPort } = stalling.address() as AddressInfo;
+        const result = await sender(true).send(`http://127.0.0.1:${stallingPort}/hook`, '{}', {});
+        expect(result.ok).toBe(false);
+        expect(result.error).toMatch(/Timed out/);
+      } finally {
+        stalling.closeAllConnections();
+        await new Promise((resolve) => stalling.close(resolve));
+      }
+    });
+
+    it('reports a reset connection', async () => {
+      receiver.behaviour = () => ({ reset: true });
+      const result = await sender(true).send(receiver.url, '{}', {});
+      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result.error).toBeTruthy();
+    });
+
+    it('reports a refused connection', async () => {
+      const closed = net.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port: closedPort } = closed.address() as AddressInfo;
+      await new Promise((resolve) => closed.close(resolve));
+      const result = await sender(true).send(`http://127.0.0.1:${closedPort}/hook`, '{}', {});
+      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result.error).toMatch(/ECONNREFUSED/);
+    });
+  });
+});

@@ -1,0 +1,249 @@
+import { createId } from '@paralleldrive/cuid2';
+import { API_KEY_HEADER } from '../../src/auth/api-key.js';
+import { isCuid2 } from '../../src/core/ids.js';
+import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { countRows, submit, SUBMISSION_KEYS } from '../support/delivery.js';
+import {
+  API,
+  client,
+  expectBadRequest,
+  expectError,
+  expectNotAuthenticated,
+  expectNotFound,
+  expectTimestamp,
+  keysOf,
+  registerWebhook,
+  removeWebhook,
+  type Client,
+} from '../support/management-api.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+const RECEIVER = 'https://receiver.example.com/hook';
+
+// The worker is off: deliveries stay as the submission wrote them.
+describe('POST /calculators/{calculatorId}/submissions', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ DELIVERY_RETRY_SCHEDULE: '1s,2s,3s' });
+  });
+  afterAll(() => t.close());
+
+  /** A workspace with a calculator that has one webhook. */
+  const setup = async () => {
+    const { workspace, key } = await createWorkspace(t);
+    const api = client(t, key);
+    const calculator = await createCalculator(t, workspace.id);
+    const webhook = await registerWebhook(api, { url: RECEIVER, calculators: [calculator.id] });
+    return { workspace, key, api, calculator, webhook };
+  };
+
+  const calculatorCounters = async (api: Client, calculatorId: string) => {
+    const res = await api.get('/calculators?limit=100');
+    expect(res.status).toBe(200);
+    const calc = (res.body.data as { id: string; submissionsCount: number; lastSubmissionAt: string | null }[]).find(
+      (c) => c.id === calculatorId,
+    );
+    return { submissionsCount: calc!.submissionsCount, lastSubmissionAt: calc!.lastSubmissionAt };
+  };
+
+  describe('a valid submission', () => {
+    it('answers 200 { data: Submission } with exactly its seven fields and the defaults', async () => {
+      const { api, calculator } = await setup();
+      const before = Date.now();
+      const res = await api.post(`/calculators/${calculator.id}/submissions`, { data: { price: 12.5, plan: 'pro' } });
+
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(keysOf(res.body)).toEqual(['data']);
+      const submission = res.body.data;
+      expect(keysOf(submission)).toEqual(SUBMISSION_KEYS);
+      expect(isCuid2(submission.id)).toBe(true);
+      expect(submission).toMatchObject({
+        calculatorId: calculator.id,
+        finished: true,
+        data: { price: 12.5, plan: 'pro' },
+        meta: {},
+      });
+      expectTimestamp(submission.createdAt);
+      expect(submission.updatedAt).toBe(submission.createdAt);
+      expect(Date.parse(submission.createdAt)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Date.parse(submission.createdAt)).toBeLessThanOrEqual(Date.now() + 1000);
+    });
+
+    it('keeps finished: false, the meta given, and an empty data object', async () => {
+      const { api, calculator } = await setup();
+      const submission = await submit(api, calculator.id, { data: {}, finished: false, meta: { utm: 'x', n: [1] } });
+      expect(submission).toMatchObject({ finished: false, data: {}, meta: { utm: 'x', n: [1] } });
+    });
+
+    it('stores what it returns', async () => {
+      const { workspace, api, calculator } = await setup();
+      const submission = await submit(api, calculator.id, { data: { a: 'é😀', b: { c: [null, false] } } });
+      const [row] = await t.dataSource.query(
+        `SELECT id, workspace_id, calculator_id, finished, data, meta, created_at FROM submissions WHERE id = $1`,
+        [submission.id],
+      );
+      expect(row).toEqual({
+        id: submission.id,
+        workspace_id: workspace.id,
+        calculator_id: calculator.id,
+        finished: true,
+        data: { a: 'é😀', b: { c: [null, false] } },
+        meta: {},
+        created_at: new Date(submission.createdAt),
+      });
+    });
+
+    it('bumps the calculator’s submissionsCount and lastSubmissionAt (GET /calculators)', async () => {
+      const { api, calculator } = await setup();
+      expect(await calculatorCounters(api, calculator.id)).toEqual({ submissionsCount: 0, lastSubmissionAt: null });
+      await submit(api, calculator.id);
+      const last = await submit(api, calculator.id);
+      expect(await calculatorCounters(api, calculator.id)).toEqual({
+        submissionsCount: 2,
+        lastSubmissionAt: last.createdAt,
+      });
+    });
+
+    it('accepts a body just under the 256 KiB limit', async () => {
+      const { api, calculator } = await setup();
+      const submission = await submit(api, calculator.id, { data: { blob: 'x'.repeat(250 * 1024) } });
+      expect((submission.data.blob as string).length).toBe(250 * 1024);
+    });
+  });
+
+  describe('the outbox', () => {
+    const deliveryRows = (submissionId: string) =>
+      t.dataSource.query(
+        `SELECT id, webhook_id, status, attempt_count, max_attempts, next_attempt_at, created_at
+         FROM deliveries WHERE submission_id = $1 ORDER BY webhook_id`,
+        [submissionId],
+      );
+
+    it('writes one pending delivery per active webhook of the calculator, each with its job', async () => {
+      const { workspace, api, calculator, webhook } = await setup();
+      const second = await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
+      const removed = await registerWebhook(api, { url: `${RECEIVER}/3`, calculators: [calculator.id] });
+      await removeWebhook(api, removed.id);
+      const otherCalculator = await createCalculator(t, workspace.id, 'Other');
+      await registerWebhook(api, { url: `${RECEIVER}/4`, calculators: [otherCalculator.id] });
+
+      const submission = await submit(api, calculator.id);
+      const rows = await deliveryRows(submission.id);
+      expect(rows.map((r: { webhook_id: string }) => r.webhook_id)).toEqual([webhook.id, second.id].sort());
+      for (const row of rows) {
+        expect(row).toMatchObject({ status: 'pending', attempt_count: 0, max_attempts: 4 });
+        expect(row.next_attempt_at).toEqual(new Date(submission.createdAt));
+        expect(isCuid2(row.id)).toBe(true);
+        const job = await t.app.get(DeliveryQueue).queue.getJob(row.id);
+        expect(job?.data).toMatchObject({ deliveryId: row.id, trigger: 'scheduled' });
+      }
+      expect(await countRows(t, 'deliveries', workspace.id)).toBe(2);
+    });
+
+    it('writes no delivery for a calculator without webhooks', async () => {
+      const { workspace, api } = await setup();
+      const bare = await createCalculator(t, workspace.id, 'No webhooks');
+      const submission = await submit(api, bare.id);
+      expect(await deliveryRows(submission.id)).toEqual([]);
+    });
+  });
+
+  describe('bad input: 4xx and nothing written', () => {
+    /** Runs `request` and checks it left no submission, delivery or counter change behind. */
+    const expectNothingWritten = async (
+      ctx: Awaited<ReturnType<typeof setup>>,
+      request: () => Promise<void>,
+    ): Promise<void> => {
+      await request();
+      expect(await countRows(t, 'submissions', ctx.workspace.id)).toBe(0);
+      expect(await countRows(t, 'deliveries', ctx.workspace.id)).toBe(0);
+      expect(await calculatorCounters(ctx.api, ctx.calculator.id)).toEqual({
+        submissionsCount: 0,
+        lastSubmissionAt: null,
+      });
+    };
+
+    it.each([
+      ['data missing', {}, 'data'],
+      ['data an array', { data: [1, 2] }, 'data'],
+      ['data a string', { data: 'answers' }, 'data'],
+      ['data null', { data: null }, 'data'],
+      ['data a number', { data: 7 }, 'data'],
+      ['finished a string', { data: {}, finished: 'yes' }, 'finished'],
+      ['finished a number', { data: {}, finished: 1 }, 'finished'],
+      ['finished null', { data: {}, finished: null }, 'finished'],
+      ['meta an array', { data: {}, meta: [] }, 'meta'],
+      ['meta a string', { data: {}, meta: 'x' }, 'meta'],
+      ['meta null', { data: {}, meta: null }, 'meta'],
+      ['an unknown field', { data: {}, calculatorId: 'x' }, 'calculatorId'],
+      ['a NUL character in data', { data: { a: 'x\u0000y' } }, 'data'],
+      ['a NUL character in a key of data', { data: { ['k\u0000']: 1 } }, 'data'],
+      ['an unpaired surrogate in data', { data: { a: ['\ud800'] } }, 'data'],
+      ['a NUL character in meta', { data: {}, meta: { a: '\u0000' } }, 'meta'],
+    ])('400 naming the field for %s', async (_name, body, field) => {
+      const ctx = await setup();
+      await expectNothingWritten(ctx, async () => {
+        expectBadRequest(await ctx.api.post(`/calculators/${ctx.calculator.id}/submissions`, body), field);
+      });
+    });
+
+    it.each([
+      ['malformed JSON', '{"data":', 'application/json'],
+      ['a JSON array body', '[{"data":{}}]', 'application/json'],
+      ['a non-JSON content type', 'data=1', 'application/x-www-form-urlencoded'],
+    ])('400 for %s', async (_name, raw, type) => {
+      const ctx = await setup();
+      await expectNothingWritten(ctx, async () => {
+        const res = await ctx.api.request('post', `/calculators/${ctx.calculator.id}/submissions`).type(type).send(raw);
+        expectBadRequest(res);
+      });
+    });
+
+    it('413 payload_too_large for a body over 256 KiB', async () => {
+      const ctx = await setup();
+      await expectNothingWritten(ctx, async () => {
+        const res = await ctx.api.post(`/calculators/${ctx.calculator.id}/submissions`, {
+          data: { blob: 'x'.repeat(257 * 1024) },
+        });
+        expectError(res, 413, 'payload_too_large');
+      });
+    });
+
+    it.each([
+      ['an unknown calculator', () => createId()],
+      ['an id that is not a CUID2', () => 'not-a-calculator!'],
+      ['an id with a NUL byte', () => '%00'],
+    ])('404 for %s', async (_name, id) => {
+      const ctx = await setup();
+      await expectNothingWritten(ctx, async () => {
+        expectNotFound(await ctx.api.post(`/calculators/${id()}/submissions`, { data: {} }));
+      });
+    });
+
+    it('404 for a calculator of another workspace, whose counters stay unchanged', async () => {
+      const ctx = await setup();
+      const other = await setup();
+      await expectNothingWritten(other, async () => {
+        await expectNothingWritten(ctx, async () => {
+          expectNotFound(await ctx.api.post(`/calculators/${other.calculator.id}/submissions`, { data: {} }));
+        });
+      });
+    });
+
+    it('401 without a key or with an unknown key', async () => {
+      const ctx = await setup();
+      await expectNothingWritten(ctx, async () => {
+        const path = `${API}/calculators/${ctx.calculator.id}/submissions`;
+        expectNotAuthenticated(await t.http().post(path).send({ data: {} }));
+        expectNotAuthenticated(
+          await t
+            .http()
+            .post(path)
+            .set(API_KEY_HEADER, `${ctx.key.slice(0, -4)}xxxx`)
+            .send({ data: {} }),
+        );
+      });
+    });
+  });
+});
