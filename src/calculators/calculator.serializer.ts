@@ -1,9 +1,92 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CalculatorEntity } from './calculator.entity.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
+const OBJECTS = { type: 'array', items: { type: 'object' } } as const;
+const TIMESTAMP = { format: 'date-time', description: 'ISO 8601 UTC, with milliseconds' } as const;
+
+@ApiSchema({ name: 'CalculatorLayouts' })
+export class CalculatorLayouts {
+  @ApiProperty(OBJECTS)
+  lg: object[];
+
+  @ApiProperty(OBJECTS)
+  md: object[];
+
+  @ApiProperty(OBJECTS)
+  sm: object[];
+}
+
+/** Spec 2.4; nullable fields are `string` when set (the spec leaves their type open). */
+@ApiSchema({ name: 'Calculator' })
+export class CalculatorResponse {
+  @ApiProperty()
+  id: string;
+
+  @ApiProperty(TIMESTAMP)
+  createdAt: string;
+
+  @ApiProperty(TIMESTAMP)
+  updatedAt: string;
+
+  @ApiProperty()
+  name: string;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  slug: string | null;
+
+  @ApiProperty()
+  workspaceId: string;
+
+  @ApiProperty()
+  folderId: string;
+
+  @ApiProperty({ example: 'draft', description: 'One value is known: `draft`' })
+  status: string;
+
+  @ApiProperty(OBJECTS)
+  elements: object[];
+
+  @ApiProperty({ type: CalculatorLayouts })
+  layouts: CalculatorLayouts;
+
+  @ApiProperty(OBJECTS)
+  variables: object[];
+
+  @ApiProperty({ type: 'object', additionalProperties: true })
+  submitActions: object;
+
+  @ApiProperty()
+  themeId: string;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  templateVisibility: string | null;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  templateCalculatorId: string | null;
+
+  @ApiProperty({ type: 'integer', minimum: 0, default: 0 })
+  clonesCount: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, default: 0 })
+  impressionsCount: number;
+
+  @ApiProperty({ type: 'string', nullable: true, ...TIMESTAMP })
+  lastImpressionAt: string | null;
+
+  @ApiProperty({ type: 'integer', minimum: 0, default: 0 })
+  submissionsCount: number;
+
+  @ApiProperty({ type: 'string', nullable: true, ...TIMESTAMP })
+  lastSubmissionAt: string | null;
+
+  @ApiProperty({ type: 'object', additionalProperties: true })
+  newElementCount: object;
+}
+
 /** The 21 fields of spec 2.4, in its order. */
-export const serializeCalculator = (c: CalculatorEntity) => ({
+export const serializeCalculator = (c: CalculatorEntity): CalculatorResponse => ({
   id: c.id,
   createdAt: c.createdAt.toISOString(),
   updatedAt: c.updatedAt.toISOString(),
@@ -26,5 +109,3 @@ export const serializeCalculator = (c: CalculatorEntity) => ({
   lastSubmissionAt: iso(c.lastSubmissionAt),
   newElementCount: c.newElementCount,
 });
-
-export type CalculatorResponse = ReturnType<typeof serializeCalculator>;

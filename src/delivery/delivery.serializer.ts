@@ -1,8 +1,107 @@
-import type { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { SubmissionResponse } from '../submissions/submission.serializer.js';
+import { TRIGGER_TYPES } from '../webhooks/webhook-sources.js';
+import { DELIVERY_STATUSES, type DeliveryAttemptEntity, type DeliveryEntity } from './delivery.entity.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const serializeDelivery = (d: DeliveryEntity) => ({
+const NULLABLE_TIMESTAMP = { type: 'string', format: 'date-time', nullable: true } as const;
+
+@ApiSchema({ name: 'Delivery' })
+export class DeliveryResponse {
+  @ApiProperty()
+  id: string;
+
+  @ApiProperty()
+  webhookId: string;
+
+  @ApiProperty()
+  submissionId: string;
+
+  @ApiProperty({ enum: TRIGGER_TYPES })
+  event: string;
+
+  @ApiProperty({ enum: DELIVERY_STATUSES })
+  status: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0 })
+  attemptCount: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Attempts allowed in all; a manual retry raises it by one' })
+  maxAttempts: number;
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  nextAttemptAt: string | null;
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  lastAttemptAt: string | null;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'HTTP status of the last attempt, if it got one' })
+  lastStatusCode: number | null;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  lastError: string | null;
+
+  @ApiProperty({ format: 'date-time' })
+  createdAt: string;
+
+  @ApiProperty({ format: 'date-time' })
+  updatedAt: string;
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  completedAt: string | null;
+}
+
+@ApiSchema({ name: 'DeliveryAttempt' })
+export class DeliveryAttemptResponse {
+  @ApiProperty({ type: 'integer', minimum: 1 })
+  attemptNumber: number;
+
+  @ApiProperty({ enum: ['scheduled', 'manual'] })
+  trigger: string;
+
+  @ApiProperty({ format: 'date-time' })
+  startedAt: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0 })
+  durationMs: number;
+
+  @ApiProperty({ type: 'integer', nullable: true })
+  statusCode: number | null;
+
+  @ApiProperty()
+  succeeded: boolean;
+
+  @ApiProperty({ type: 'string', nullable: true, description: 'Start of the response body' })
+  responseBody: string | null;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  error: string | null;
+}
+
+/** The body POSTed to the webhook's url (delivery-payload.ts). */
+@ApiSchema({ name: 'DeliveryPayload' })
+export class DeliveryPayload {
+  @ApiProperty()
+  webhookId: string;
+
+  @ApiProperty({ enum: TRIGGER_TYPES })
+  event: string;
+
+  @ApiProperty({ type: SubmissionResponse })
+  data: SubmissionResponse;
+}
+
+@ApiSchema({ name: 'DeliveryDetail' })
+export class DeliveryDetailResponse extends DeliveryResponse {
+  @ApiProperty({ type: DeliveryPayload })
+  payload: unknown;
+
+  @ApiProperty({ type: [DeliveryAttemptResponse] })
+  attempts: DeliveryAttemptResponse[];
+}
+
+export const serializeDelivery = (d: DeliveryEntity): DeliveryResponse => ({
   id: d.id,
   webhookId: d.webhookId,
   submissionId: d.submissionId,
@@ -19,7 +118,7 @@ export const serializeDelivery = (d: DeliveryEntity) => ({
   completedAt: iso(d.completedAt),
 });
 
-export const serializeAttempt = (a: DeliveryAttemptEntity) => ({
+export const serializeAttempt = (a: DeliveryAttemptEntity): DeliveryAttemptResponse => ({
   attemptNumber: a.attemptNumber,
   trigger: a.trigger,
   startedAt: a.startedAt.toISOString(),
@@ -29,9 +128,3 @@ export const serializeAttempt = (a: DeliveryAttemptEntity) => ({
   responseBody: a.responseBody,
   error: a.error,
 });
-
-export type DeliveryResponse = ReturnType<typeof serializeDelivery>;
-export type DeliveryDetailResponse = DeliveryResponse & {
-  payload: unknown;
-  attempts: ReturnType<typeof serializeAttempt>[];
-};

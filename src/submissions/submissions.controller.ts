@@ -1,16 +1,26 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
+import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { CreateSubmissionDto } from './create-submission.dto.js';
-import { serializeSubmission, type SubmissionResponse } from './submission.serializer.js';
+import { serializeSubmission, SubmissionResponse } from './submission.serializer.js';
 import { SubmissionsService } from './submissions.service.js';
 
+@ApiTags('submissions')
 @Controller('calculators/:calculatorId/submissions')
 export class SubmissionsController {
   constructor(private readonly submissions: SubmissionsService) {}
 
   @Post()
   @HttpCode(200)
+  @ApiOperation({
+    operationId: 'createSubmission',
+    summary: 'Submit answers to a calculator',
+    description: 'Fires `newSubmission` to every active webhook bound to the calculator.',
+  })
+  @ApiDataResponse(SubmissionResponse, { description: 'The recorded submission' })
+  @ApiErrorResponses(400, 404, 413)
   async create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('calculatorId') calculatorId: string,

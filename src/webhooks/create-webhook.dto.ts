@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   ArrayNotEmpty,
@@ -68,30 +69,58 @@ class NoControlCharactersConstraint implements ValidatorConstraintInterface {
 /** Present means not null: an optional field sent as null is an error, not a default. */
 const unlessUndefined = (property: string) => ValidateIf((o: Record<string, unknown>) => o[property] !== undefined);
 
+@ApiSchema({ name: 'CreateWebhook' })
 export class CreateWebhookDto {
+  @ApiProperty({
+    format: 'uri',
+    maxLength: MAX_URL_LENGTH,
+    description: 'Absolute http(s) URL that receives the data',
+    example: 'https://example.com/hooks/calc',
+  })
   @IsString()
   @MaxLength(MAX_URL_LENGTH)
   @Validate(HttpUrlConstraint)
   url: string;
 
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', enum: [...TRIGGER_TYPES] },
+    minItems: 1,
+    default: [...TRIGGER_TYPES],
+    description: 'Trigger event types; only `newSubmission` is supported. When omitted, `["newSubmission"]`.',
+  })
   @unlessUndefined('triggers')
   @IsArray()
   @ArrayNotEmpty()
   @IsIn(TRIGGER_TYPES, { each: true, message: `each value in triggers must be one of: ${TRIGGER_TYPES.join(', ')}` })
   triggers?: string[];
 
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', pattern: '^[0-9a-z]{2,32}$' },
+    minItems: 1,
+    maxItems: MAX_CALCULATORS_PER_WEBHOOK,
+    description: "CUID2 ids of calculators of the key's workspace",
+  })
   @IsArray()
   @ArrayNotEmpty()
   @ArrayMaxSize(MAX_CALCULATORS_PER_WEBHOOK)
   @Validate(Cuid2EachConstraint)
   calculators: string[];
 
+  @ApiPropertyOptional({ maxLength: 255, default: '', description: 'Name for the webhook' })
   @unlessUndefined('name')
   @IsString()
   @MaxLength(255)
   @Validate(NoControlCharactersConstraint)
   name?: string;
 
+  @ApiPropertyOptional({
+    enum: ACCEPTED_SOURCES,
+    default: 'user',
+    description:
+      'Spec 2.2 value; the platform names zapier, make, n8n, pipedream are stored as automation_platform_1..4',
+  })
   @unlessUndefined('source')
   @IsString()
   @IsIn(ACCEPTED_SOURCES, { message: `source must be one of: ${ACCEPTED_SOURCES.join(', ')}` })

@@ -1,9 +1,19 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { WorkspaceEntity } from './workspace.entity.js';
 
-export interface WorkspaceResponse {
+/** Spec 2.5. */
+@ApiSchema({ name: 'Workspace' })
+export class WorkspaceResponse {
+  @ApiProperty()
   id: string;
+
+  @ApiProperty()
   name: string;
+
+  @ApiProperty({ format: 'date-time', description: 'ISO 8601 UTC, with milliseconds' })
   createdAt: string;
+
+  @ApiProperty({ format: 'date-time', description: 'ISO 8601 UTC, with milliseconds' })
   updatedAt: string;
 }
 

@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { mountQueueDashboard } from '../../admin/queue-dashboard.js';
 import { HttpMetrics } from '../../metrics/http.metrics.js';
+import { setupOpenApi } from '../../openapi/openapi.js';
 import { AppLogger } from '../logging/app-logger.js';
 import { requestLogger } from '../logging/request-logger.js';
 import { ApiError } from './api-error.js';
@@ -66,6 +67,7 @@ export function configureApp(app: INestApplication): void {
   http.use(express.json({ limit: BODY_LIMIT_BYTES }));
   http.use(requireObjectBody);
   http.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED_PATHS });
+  setupOpenApi(http, API_PREFIX); // the document and the docs page, no key needed
   http.useGlobalPipes(createValidationPipe());
   http.useGlobalFilters(new HttpExceptionFilter());
 }

@@ -1,0 +1,53 @@
+import { applyDecorators, type Type } from '@nestjs/common';
+import { ApiExtraModels, ApiQuery, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../core/http/paging.js';
+import { errorResponse, type ErrorStatus } from './error-responses.js';
+
+/** Documents the JSON error bodies an operation answers with, besides COMMON_ERROR_STATUSES. */
+export const ApiErrorResponses = (...statuses: ErrorStatus[]) =>
+  applyDecorators(...statuses.map((status) => ApiResponse({ status, ...errorResponse(status) })));
+
+/** The spec's one exception: a 400 on GET /webhooks is text/plain with an empty body. */
+export const ApiEmptyTextBadRequest = () =>
+  ApiResponse({
+    status: 400,
+    description: 'Invalid request; as the spec says, `text/plain` with an empty body.',
+    content: { 'text/plain': { schema: { type: 'string', maxLength: 0 } } },
+  });
+
+/** A success body wrapped in `data`, as every spec operation but GET /me returns it. */
+export const ApiDataResponse = (
+  model: Type<unknown>,
+  { status = 200, isArray = false, description }: { status?: number; isArray?: boolean; description: string },
+) => {
+  const item = { $ref: getSchemaPath(model) };
+  return applyDecorators(
+    ApiExtraModels(model),
+    ApiResponse({
+      status,
+      description,
+      schema: {
+        type: 'object',
+        required: ['data'],
+        properties: { data: isArray ? { type: 'array', items: item } : item },
+      },
+    }),
+  );
+};
+
+/** `limit` and `offset` as parsePaging reads them (int32, as the spec types them on GET /calculators). */
+export const ApiPagingQuery = () =>
+  applyDecorators(
+    ApiQuery({
+      name: 'limit',
+      required: false,
+      description: `Maximum number of items to return; default ${DEFAULT_LIMIT}, larger values are clamped to ${MAX_LIMIT}`,
+      schema: { type: 'integer', format: 'int32', minimum: 1, default: DEFAULT_LIMIT },
+    }),
+    ApiQuery({
+      name: 'offset',
+      required: false,
+      description: 'Number of items to skip before results start',
+      schema: { type: 'integer', format: 'int32', minimum: 0, default: 0 },
+    }),
+  );

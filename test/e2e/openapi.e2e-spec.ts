@@ -1,0 +1,405 @@
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+import type { Response } from 'supertest';
+import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
+import { client, type Client } from '../support/management-api.js';
+import { Receiver, waitFor } from '../support/receiver.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+type Method = 'get' | 'post' | 'delete' | 'put' | 'patch';
+interface MediaType {
+  schema: object;
+}
+interface ResponseObject {
+  content?: Record<string, MediaType>;
+  headers?: Record<string, object>;
+}
+interface Operation {
+  operationId: string;
+  parameters: { name: string; in: string; required?: boolean; schema: Record<string, unknown> }[];
+  requestBody?: { content: Record<string, MediaType> };
+  responses: Record<string, ResponseObject>;
+}
+interface Document {
+  openapi: string;
+  info: { version: string };
+  servers: { url: string }[];
+  security: Record<string, string[]>[];
+  paths: Record<string, Partial<Record<Method, Operation>>>;
+  components: {
+    schemas: Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] } & object>;
+    securitySchemes: Record<string, object>;
+  };
+}
+
+const SPEC_OPERATIONS = [
+  'GET /webhooks',
+  'POST /webhooks',
+  'GET /webhooks/{webhookId}',
+  'DELETE /webhooks/{webhookId}',
+  'GET /calculators',
+  'GET /me',
+];
+const EXTENSION_OPERATIONS = [
+  'GET /webhooks/{webhookId}/secret',
+  'POST /calculators/{calculatorId}/submissions',
+  'GET /webhooks/{webhookId}/deliveries',
+  'GET /webhooks/{webhookId}/deliveries/{deliveryId}',
+  'POST /webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+];
+/** Answered by the rate limiter and the exception filter, so documented on every operation but exercised once. */
+const SAMPLED_STATUSES = ['429', '500', '503'];
+
+const pointer = (...segments: string[]) => segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+
+const operationsOf = (doc: Document): string[] =>
+  Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+
+/** Validates real responses against the served document, remembering which documented responses were seen. */
+class Conformance {
+  private readonly ajv = new Ajv2020.default({ strict: false, allErrors: true });
+  private readonly validators = new Map<string, ValidateFunction>();
+  readonly seen = new Set<string>();
+
+  constructor(readonly doc: Document) {
+    addFormats.default(this.ajv);
+    this.ajv.addSchema({ ...doc, $id: 'openapi.json' });
+  }
+
+  /** `operation` is `METHOD /path/{template}`, as the document spells it. */
+  check(res: Response, operation: string): void {
+    const [method, path] = operation.split(' ');
+    const op = this.doc.paths[path]?.[method.toLowerCase() as Method];
+    if (!op) throw new Error(`${operation} is not in the document`);
+    const status = String(res.status);
+    const documented = op.responses[status];
+    if (!documented) throw new Error(`${operation} answered ${status}, not documented: ${res.text}`);
+    const mediaType = String(res.headers['content-type'] ?? '').split(';')[0];
+    expect(Object.keys(documented.content ?? {})).toContain(mediaType);
+    const body = mediaType === 'application/json' ? res.body : res.text;
+    this.validate(
+      pointer('paths', path, method.toLowerCase(), 'responses', status, 'content', mediaType, 'schema'),
+      body,
+      `${operation} ${status}`,
+    );
+    for (const header of Object.keys(documented.headers ?? {})) {
+      expect({ [header]: res.headers[header.toLowerCase()] }).toEqual({ [header]: expect.any(String) });
+    }
+    this.seen.add(`${operation} ${status}`);
+  }
+
+  validate(schemaPointer: string, body: unknown, what: string): void {
+    let validate = this.validators.get(schemaPointer);
+    if (!validate) {
+      validate = this.ajv.compile({ $ref: `openapi.json#/${schemaPointer}` });
+      this.validators.set(schemaPointer, validate);
+    }
+    if (!validate(body)) {
+      throw new Error(
+        `${what}: body does not match the document: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(body)}`,
+      );
+    }
+  }
+
+  documented(): string[] {
+    return operationsOf(this.doc).flatMap((operation) => {
+      const [method, path] = operation.split(' ');
+      const op = this.doc.paths[path][method.toLowerCase() as Method]!;
+      return Object.keys(op.responses).map((status) => `${operation} ${status}`);
+    });
+  }
+}
+
+describe('OpenAPI document', () => {
+  let t: TestApp;
+  let doc: Document;
+  let conformance: Conformance;
+  let receiver: Receiver;
+  let api: Client;
+  let workspaceId: string;
+
+  beforeAll(async () => {
+    receiver = await Receiver.start(() => ({ status: 200, body: 'ok' }));
+    t = await createTestApp({
+      WORKER_ENABLED: 'true',
+      DELIVERY_RETRY_SCHEDULE: '100ms,200ms',
+      DELIVERY_TIMEOUT_MS: '1000',
+      SWEEP_INTERVAL_MS: '200',
+    });
+    const res = await t.http().get('/api/v1/openapi.json');
+    expect(res.status).toBe(200);
+    doc = res.body as Document;
+    conformance = new Conformance(doc);
+    const { workspace, key } = await createWorkspace(t);
+    workspaceId = workspace.id;
+    api = client(t, key);
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  describe('GET /api/v1/openapi.json', () => {
+    it('is OpenAPI 3.1, interface version 1.0, served without a key relative to /api/v1', () => {
+      expect(doc.openapi).toBe('3.1.0');
+      expect(doc.info.version).toBe('1.0');
+      expect(doc.servers).toEqual([{ url: '/api/v1' }]);
+    });
+
+    it('applies the x-ac-api-key scheme to every operation', () => {
+      expect(doc.components.securitySchemes).toEqual({
+        apiKey: { type: 'apiKey', in: 'header', name: 'x-ac-api-key' },
+      });
+      expect(doc.security).toEqual([{ apiKey: [] }]);
+    });
+
+    it('lists exactly the six spec operations and the extensions', () => {
+      expect(operationsOf(doc).sort()).toEqual([...SPEC_OPERATIONS, ...EXTENSION_OPERATIONS].sort());
+    });
+
+    it('documents the webhook with exactly the seven fields of spec 2.1, all required, nothing else', () => {
+      const webhook = doc.components.schemas.Webhook;
+      const seven = ['id', 'name', 'createdAt', 'updatedAt', 'url', 'source', 'workspaceId'];
+      expect(Object.keys(webhook.properties!)).toEqual(seven);
+      expect(webhook.required).toEqual(seven);
+      expect(webhook).toMatchObject({ additionalProperties: false });
+      expect(webhook.properties!.source.enum).toEqual([
+        'user',
+        'automation_platform_1',
+        'automation_platform_2',
+        'automation_platform_3',
+        'automation_platform_4',
+      ]);
+    });
+
+    it('documents the list item as the seven fields plus calculators and triggers', () => {
+      const item = doc.components.schemas.WebhookListItem;
+      expect(Object.keys(item.properties!)).toEqual([
+        ...Object.keys(doc.components.schemas.Webhook.properties!),
+        'calculators',
+        'triggers',
+      ]);
+      expect(Object.keys(doc.components.schemas.WebhookCalculator.properties!)).toEqual(['id', 'name']);
+      expect(Object.keys(doc.components.schemas.WebhookTrigger.properties!)).toEqual(['type', 'webhookId']);
+    });
+
+    it('documents the calculator with the 21 fields of spec 2.4, the spec nullable ones nullable', () => {
+      const calculator = doc.components.schemas.Calculator;
+      expect(Object.keys(calculator.properties!)).toHaveLength(21);
+      expect(calculator.required).toHaveLength(21);
+      const nullable = Object.entries(calculator.properties!)
+        .filter(([, schema]) => Array.isArray(schema.type) && schema.type.includes('null'))
+        .map(([name]) => name);
+      expect(nullable).toEqual([
+        'slug',
+        'templateVisibility',
+        'templateCalculatorId',
+        'lastImpressionAt',
+        'lastSubmissionAt',
+      ]);
+    });
+
+    it('documents GET /me as the unwrapped workspace', () => {
+      const schema = doc.paths['/me'].get!.responses['200'].content!['application/json'].schema;
+      expect(schema).toEqual({ $ref: '#/components/schemas/Workspace' });
+      expect(doc.components.schemas.Workspace.required).toEqual(['id', 'name', 'createdAt', 'updatedAt']);
+    });
+
+    it('types limit and offset of GET /calculators as optional int32 query parameters', () => {
+      const params = doc.paths['/calculators'].get!.parameters;
+      expect(params.map((p) => [p.name, p.in, p.required, p.schema.type, p.schema.format])).toEqual([
+        ['limit', 'query', false, 'integer', 'int32'],
+        ['offset', 'query', false, 'integer', 'int32'],
+      ]);
+    });
+
+    it('documents the POST /webhooks body with its required fields and accepted sources', () => {
+      const body = doc.components.schemas.CreateWebhook;
+      expect(Object.keys(body.properties!)).toEqual(['url', 'triggers', 'calculators', 'name', 'source']);
+      expect(body.required).toEqual(['url', 'triggers', 'calculators']);
+      expect(body.properties!.source.enum).toEqual(expect.arrayContaining(['user', 'automation_platform_4', 'zapier']));
+    });
+
+    it('documents the 400 of GET /webhooks as an empty text/plain body', () => {
+      expect(doc.paths['/webhooks'].get!.responses['400'].content).toEqual({
+        'text/plain': { schema: { type: 'string', maxLength: 0 } },
+      });
+    });
+  });
+
+  describe('GET /api/v1/docs', () => {
+    it('serves the reference page and its assets from this server, without a key', async () => {
+      const page = await t.http().get('/api/v1/docs');
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      const assets = [...page.text.matchAll(/(?:src|href)=["']([^"']+)["']/g)].map((m) => m[1]);
+      expect(assets.length).toBeGreaterThan(0);
+      for (const asset of assets) {
+        expect(asset).not.toMatch(/^(https?:)?\/\//);
+        const res = await t.http().get(new URL(asset, 'http://localhost/api/v1/docs/').pathname);
+        expect({ asset, status: res.status }).toEqual({ asset, status: 200 });
+      }
+    });
+  });
+
+  describe('responses conform to the document', () => {
+    let calculatorId: string;
+    let webhookId: string;
+
+    it('GET /me', async () => {
+      conformance.check(await api.get('/me'), 'GET /me');
+      conformance.check(await api.get('/me').set('content-type', 'application/json').send('{bad'), 'GET /me');
+    });
+
+    it('GET /calculators, with set and null nullable fields', async () => {
+      const plain = await createCalculator(t, workspaceId);
+      const withSlug = await createCalculator(t, workspaceId);
+      calculatorId = plain.id;
+      await t.dataSource.query(
+        `UPDATE calculators SET slug = 'pricing', template_visibility = 'public', template_calculator_id = $2,
+           last_impression_at = now() WHERE id = $1`,
+        [withSlug.id, plain.id],
+      );
+      const res = await api.get('/calculators');
+      expect(res.body.data).toHaveLength(2);
+      conformance.check(res, 'GET /calculators');
+      conformance.check(await api.get('/calculators?limit=abc'), 'GET /calculators');
+    });
+
+    it('POST /webhooks', async () => {
+      const res = await api.post('/webhooks', { url: receiver.url, calculators: [calculatorId], source: 'zapier' });
+      conformance.check(res, 'POST /webhooks');
+      webhookId = res.body.data.id;
+      conformance.check(await api.post('/webhooks', { url: 'nope', calculators: [] }), 'POST /webhooks');
+      const huge = { url: receiver.url, calculators: [calculatorId], name: 'x'.repeat(1024 * 1024 + 1) };
+      conformance.check(await api.post('/webhooks', huge), 'POST /webhooks');
+    });
+
+    it('GET /webhooks', async () => {
+      const res = await api.get('/webhooks');
+      expect(res.body.data).toHaveLength(1);
+      conformance.check(res, 'GET /webhooks');
+      conformance.check(
+        await api.get('/webhooks').set('content-type', 'application/json').send('{bad'),
+        'GET /webhooks',
+      );
+    });
+
+    it('GET /webhooks/{webhookId} and its secret', async () => {
+      for (const [path, op] of [
+        [`/webhooks/${webhookId}`, 'GET /webhooks/{webhookId}'],
+        [`/webhooks/${webhookId}/secret`, 'GET /webhooks/{webhookId}/secret'],
+      ]) {
+        conformance.check(await api.get(path), op);
+        conformance.check(await api.get(path).set('content-type', 'application/json').send('{bad'), op);
+        conformance.check(await api.get(path.replace(webhookId, 'unknownwebhook')), op);
+      }
+    });
+
+    it('POST /calculators/{calculatorId}/submissions', async () => {
+      const op = 'POST /calculators/{calculatorId}/submissions';
+      conformance.check(await api.post(`/calculators/${calculatorId}/submissions`, { data: { answer: 42 } }), op);
+      conformance.check(await api.post(`/calculators/${calculatorId}/submissions`, { data: 'nope' }), op);
+      conformance.check(await api.post('/calculators/unknowncalculator/submissions', { data: {} }), op);
+      const huge = { data: { text: 'x'.repeat(256 * 1024) } };
+      conformance.check(await api.post(`/calculators/${calculatorId}/submissions`, huge), op);
+    });
+
+    it('the delivery log: list, one delivery with its attempts, retry', async () => {
+      const list = 'GET /webhooks/{webhookId}/deliveries';
+      const one = 'GET /webhooks/{webhookId}/deliveries/{deliveryId}';
+      const retry = 'POST /webhooks/{webhookId}/deliveries/{deliveryId}/retry';
+      const base = `/webhooks/${webhookId}/deliveries`;
+      const delivered = await waitFor(async () => {
+        const res = await api.get(base);
+        return res.body.data?.[0]?.status === 'succeeded' ? res : null;
+      });
+      conformance.check(delivered, list);
+      conformance.check(await api.get(`${base}?status=bogus`), list);
+      conformance.check(await api.get('/webhooks/unknownwebhook/deliveries'), list);
+      const deliveryId = delivered.body.data[0].id as string;
+
+      const detail = await api.get(`${base}/${deliveryId}`);
+      expect(detail.body.data.attempts).toHaveLength(1);
+      conformance.check(detail, one);
+      conformance.check(await api.get(`${base}/unknowndelivery`), one);
+      conformance.check(
+        await api.get(`${base}/${deliveryId}`).set('content-type', 'application/json').send('{bad'),
+        one,
+      );
+
+      receiver.behaviour = () => ({ status: 200, delayMs: 500 }); // keeps the retried delivery pending a while
+      conformance.check(await api.post(`${base}/${deliveryId}/retry`), retry);
+      conformance.check(await api.post(`${base}/${deliveryId}/retry`), retry); // still pending: 400
+      conformance.check(await api.post(`${base}/unknowndelivery/retry`), retry);
+    });
+
+    it('DELETE /webhooks/{webhookId}', async () => {
+      const op = 'DELETE /webhooks/{webhookId}';
+      conformance.check(await api.delete(`/webhooks/${webhookId}`).set('content-type', 'text/plain').send('x'), op);
+      conformance.check(await api.delete(`/webhooks/${webhookId}`), op);
+      conformance.check(await api.delete(`/webhooks/${webhookId}`), op);
+    });
+
+    it('every operation without a key: 401', async () => {
+      const anonymous = client(t, '');
+      const paths: Record<string, string> = {
+        '{webhookId}': 'unknownwebhook',
+        '{calculatorId}': 'unknowncalculator',
+        '{deliveryId}': 'unknowndelivery',
+      };
+      for (const operation of operationsOf(doc)) {
+        const [method, template] = operation.split(' ');
+        const path = template.replace(/\{\w+\}/g, (p) => paths[p]);
+        conformance.check(await anonymous.request(method.toLowerCase() as Method, path), operation);
+      }
+    });
+
+    it('an unexpected error: 500, and an unreachable database: 503', async () => {
+      const webhooks = t.app.get(WebhooksService);
+      const list = webhooks.list;
+      try {
+        webhooks.list = async () => {
+          throw new Error('boom');
+        };
+        conformance.check(await api.get('/webhooks'), 'GET /webhooks');
+        webhooks.list = async () => {
+          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+        };
+        conformance.check(await api.get('/webhooks'), 'GET /webhooks');
+      } finally {
+        webhooks.list = list;
+      }
+    });
+
+    it('a method a path does not take: the documented 405 body', async () => {
+      const res = await api.request('put', '/webhooks/unknownwebhook');
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toEqual(expect.any(String));
+      conformance.validate(pointer('components', 'schemas', 'MethodNotAllowedError'), res.body, 'PUT /webhooks/{id}');
+    });
+  });
+
+  describe('rate limited (RATE_LIMIT_PER_MINUTE=1)', () => {
+    let limited: TestApp;
+    beforeAll(async () => {
+      limited = await createTestApp({ RATE_LIMIT_PER_MINUTE: '1' });
+    });
+    afterAll(() => limited.close());
+
+    it('answers 429 with the documented body and Retry-After', async () => {
+      const other = client(limited, (await createWorkspace(limited)).key);
+      conformance.check(await other.get('/me'), 'GET /me');
+      conformance.check(await other.get('/me'), 'GET /me');
+    });
+  });
+
+  it('exercised every documented response (those of every operation, once each for 429, 500, 503)', () => {
+    const expected = conformance
+      .documented()
+      .filter((r) => !SAMPLED_STATUSES.includes(r.split(' ')[2]))
+      .concat(['GET /me 429', 'GET /webhooks 500', 'GET /webhooks 503']);
+    expect([...conformance.seen].sort()).toEqual(expected.sort());
+  });
+});
