@@ -86,7 +86,9 @@ cp "$build/scripts/ensure-build.mjs" "$runtime/scripts/"
   fail "npm ci --omit=dev failed"
 cp -R "$build/dist" "$runtime/dist"
 [ -f "$runtime/dist/main.js" ] || fail "dist/main.js missing from the runtime stage"
-[ ! -d "$runtime/node_modules/typescript" ] || fail "dev dependencies were installed in the runtime stage"
+for dev_only in jest @nestjs/cli; do
+  [ ! -d "$runtime/node_modules/$dev_only" ] || fail "dev dependency $dev_only was installed in the runtime stage"
+done
 
 port=$(free_port)
 export NODE_ENV=production
@@ -107,9 +109,12 @@ base=http://127.0.0.1:$port
 ready=
 for _ in $(seq 120); do
   alive "$api_pid" || fail "the api exited before it was ready"
-  case "$(http_status "$base/readyz")" in
+  readyz=$(http_status "$base/readyz")
+  case "$readyz" in
     200) ready="/readyz 200" ;;
-    404) [ "$(http_status "$base/api/v1/me")" != 401 ] || ready="/api/v1/me 401 (no /readyz yet)" ;;
+    000 | 503) ;; # not listening yet, or Postgres/Redis not reachable yet
+    # No working /readyz (yet): an unauthenticated request that gets 401 shows the API is serving.
+    *) [ "$(http_status "$base/api/v1/me")" != 401 ] || ready="/api/v1/me 401 (/readyz answered $readyz)" ;;
   esac
   [ -z "$ready" ] || break
   sleep 0.5
