@@ -110,7 +110,7 @@ export class DeliveryAttemptService {
       result.durationMs,
       result.statusCode,
       result.responseExcerpt,
-      result.error,
+      outcome.status === 'succeeded' ? null : outcome.reason,
       result.ok,
       outcome.status,
       outcome.status === 'pending' ? new Date(Date.now() + outcome.delayMs) : null,

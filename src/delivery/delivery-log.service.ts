@@ -82,7 +82,8 @@ export class DeliveryLogService {
     if (updated.affected === 0) {
       throw ApiError.invalidField('status', 'the delivery is already being retried');
     }
-    await this.queue.enqueue([{ deliveryId, url: webhook.url }], 'manual');
+    const jobId = `${deliveryId}-manual-${delivery.attemptCount + 1}`;
+    await this.queue.enqueue([{ deliveryId, url: webhook.url, jobId }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 

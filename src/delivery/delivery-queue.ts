@@ -15,6 +15,8 @@ export interface DeliverJobData {
 export interface DeliveryToEnqueue {
   deliveryId: string;
   url: string;
+  /** Defaults to the delivery id; a manual retry uses its own, as the last job may not be gone yet. */
+  jobId?: string;
 }
 
 export const destinationOf = (url: string): string => new URL(url).host;
@@ -45,10 +47,10 @@ export class DeliveryQueue {
     if (deliveries.length === 0) return;
     try {
       await this.queue.addBulk(
-        deliveries.map(({ deliveryId, url }) => ({
+        deliveries.map(({ deliveryId, url, jobId }) => ({
           name: DELIVER_JOB,
           data: { deliveryId, trigger, destination: destinationOf(url) },
-          opts: { ...DELIVER_JOB_OPTIONS, jobId: deliveryId },
+          opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
         })),
       );
     } catch (error) {

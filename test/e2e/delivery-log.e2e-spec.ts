@@ -202,7 +202,7 @@ describe('delivery log', () => {
           statusCode: 503,
           succeeded: false,
           responseBody: 'warming up',
-          error: null,
+          error: 'Receiver answered HTTP 503',
         }),
         expect.objectContaining({
           attemptNumber: 2,
