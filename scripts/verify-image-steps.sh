@@ -96,6 +96,7 @@ export DATABASE_URL=$pg_base/$db
 export REDIS_URL=$redis_url
 export QUEUE_PREFIX=imgcheck-$suffix
 export LOG_LEVEL=info
+export METRICS_PORT=0 # the worker's /metrics port could be taken on a shared machine
 cd "$runtime"
 
 current="start the api (node dist/main.js, worker off)"
