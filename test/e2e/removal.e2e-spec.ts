@@ -55,11 +55,22 @@ describe('DELETE /webhooks/{id} and deliveries', () => {
   it('waits for an attempt in flight, and sends nothing after returning, with submissions in flight', async () => {
     receiver = await Receiver.start(() => ({ status: 200, delayMs: 300 }));
     const { webhookId, submit, remove } = await setup();
-    const stream = Array.from({ length: 60 }, (_, n) => sleep(n * 20).then(() => submit(n)));
+    // A steady stream of submissions that goes on until well after DELETE has returned.
+    let removedAt = 0;
+    const sent: { startedAt: number; id?: string; status?: number }[] = [];
+    const stream = (async () => {
+      for (let n = 0; !removedAt || Date.now() < removedAt + 300; n++) {
+        const entry: (typeof sent)[number] = { startedAt: Date.now() };
+        sent.push(entry);
+        void submit(n).then((r) => Object.assign(entry, { id: r.body.data?.id, status: r.status }));
+        await sleep(20);
+      }
+    })();
     await waitFor(() => receiver.requests.length >= 3, 5000, 'attempts in flight');
-    const removedAt = await remove();
-    const responses = await Promise.all(stream);
-    expect(responses.every((r) => r.status === 200)).toBe(true);
+    removedAt = await remove();
+    await stream;
+    await waitFor(() => sent.every((e) => e.status !== undefined), 10_000, 'every submission to be answered');
+    expect(sent.every((e) => e.status === 200)).toBe(true);
     await sleep(1500);
     expect(receiver.requests.length).toBeGreaterThan(0);
     expect(receiver.requests.filter((r) => r.receivedAt > removedAt)).toEqual([]);
@@ -69,7 +80,13 @@ describe('DELETE /webhooks/{id} and deliveries', () => {
     expect(final.filter((s) => s === 'succeeded')).toHaveLength(
       new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size,
     );
-    // Submissions accepted after DELETE created no delivery for the removed webhook.
-    expect(final.length).toBeLessThan(60);
+    // Submissions sent after DELETE returned created no delivery for the removed webhook.
+    const afterRemoval = sent.filter((e) => e.startedAt > removedAt).map((e) => e.id);
+    expect(afterRemoval.length).toBeGreaterThan(0);
+    const [{ count }] = await t.dataSource.query(
+      'SELECT count(*)::int AS count FROM deliveries WHERE webhook_id = $1 AND submission_id = ANY($2)',
+      [webhookId, afterRemoval],
+    );
+    expect(count).toBe(0);
   });
 });
