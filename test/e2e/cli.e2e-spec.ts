@@ -1,0 +1,507 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import {
+  DEMO_API_KEY,
+  DEMO_CALCULATORS,
+  DEMO_WORKSPACE_ID,
+  DEMO_WORKSPACE_NAME,
+} from '../../src/workspaces/demo-seed.js';
+import { Receiver, waitFor } from '../support/receiver.js';
+import { createTestApp, ISO_MS, type TestApp } from '../support/test-app.js';
+
+// Each test starts the CLI several times, a second or more each on a busy machine.
+import.meta.jest.setTimeout(90_000);
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const KEY_PATTERN = /^ack_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/;
+const WORKSPACE_KEYS = ['createdAt', 'id', 'name', 'updatedAt'];
+const SUBMISSION_KEYS = ['calculatorId', 'createdAt', 'data', 'finished', 'id', 'meta', 'updatedAt'];
+
+/**
+ * Compiles src/ as `nest build` does (tsc with tsconfig.build.json) into a directory of this file's own:
+ * in a shared checkout another build wipes dist/ (deleteOutDir) at any moment, which would fail these runs.
+ */
+function buildPrivately(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cw-cli-e2e-'));
+  const tsc = spawnSync(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')],
+    { encoding: 'utf8' },
+  );
+  if (!existsSync(join(dir, 'dist', 'cli.js'))) throw new Error(`Build failed:\n${tsc.stdout}${tsc.stderr}`);
+  writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+  symlinkSync(resolve('node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+describe('provisioning CLI (the compiled cli.js)', () => {
+  let t: TestApp;
+  let buildDir: string;
+
+  beforeAll(async () => {
+    buildDir = buildPrivately();
+    // The in-process worker delivers what submission:create enqueues.
+    t = await createTestApp({ WORKER_ENABLED: 'true' });
+  }, 180_000);
+  afterAll(async () => {
+    if (buildDir) rmSync(buildDir, { recursive: true, force: true });
+    await t?.close();
+  });
+
+  /** Runs the built CLI against this file's database, as an operator would. */
+  function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+    const childEnv: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      DATABASE_URL: t.config.databaseUrl,
+      REDIS_URL: t.config.redisUrl,
+      QUEUE_PREFIX: t.config.queuePrefix,
+      ...env,
+    };
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [join(buildDir, 'dist', 'cli.js'), ...args], { env: childEnv });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  async function cliJson(args: string[], env: Record<string, string> = {}): Promise<Record<string, unknown>> {
+    const run = await cli([...args, '--json'], env);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout.endsWith('\n')).toBe(true);
+    expect(run.stdout.trimEnd().split('\n')).toHaveLength(1);
+    const parsed: unknown = JSON.parse(run.stdout);
+    expect(parsed).toEqual(expect.any(Object));
+    expect(Array.isArray(parsed)).toBe(false);
+    return parsed as Record<string, unknown>;
+  }
+
+  async function newWorkspace(name = 'CLI workspace'): Promise<{ id: string; apiKey: string }> {
+    const out = await cliJson(['workspace:create', '--name', name]);
+    return { id: (out.workspace as { id: string }).id, apiKey: out.apiKey as string };
+  }
+
+  /** Everything a command could write, to prove a refused command wrote nothing. */
+  async function snapshot(): Promise<unknown> {
+    const [row] = await t.dataSource.query(`
+      SELECT (SELECT json_agg(w ORDER BY id) FROM workspaces w) AS workspaces,
+             (SELECT json_agg(k ORDER BY id) FROM api_keys k) AS api_keys,
+             (SELECT json_agg(c ORDER BY id) FROM calculators c) AS calculators,
+             (SELECT json_agg(s ORDER BY id) FROM submissions s) AS submissions,
+             (SELECT json_agg(d ORDER BY id) FROM deliveries d) AS deliveries`);
+    return row;
+  }
+
+  async function expectRefused(args: string[], stderr: RegExp, code = 64): Promise<void> {
+    const before = await snapshot();
+    const runs = await Promise.all([cli(args), cli([...args, '--json'])]);
+    for (const run of runs) {
+      expect(run).toMatchObject({ code, stdout: '' });
+      expect(run.stderr).toMatch(stderr);
+    }
+    expect(await snapshot()).toEqual(before);
+  }
+
+  const me = (key: string) => t.http().get('/api/v1/me').set('x-ac-api-key', key);
+
+  describe('--help', () => {
+    it('lists every command on stdout with exit 0', async () => {
+      const run = await cli(['--help']);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toBe('');
+      for (const command of [
+        'workspace:create',
+        'apikey:create',
+        'apikey:list',
+        'apikey:revoke',
+        'calculator:create',
+        'submission:create',
+        'seed:demo',
+      ]) {
+        expect(run.stdout).toContain(command);
+      }
+    });
+
+    it("shows a command's options", async () => {
+      const run = await cli(['calculator:create', '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('--workspace <id>');
+      expect(run.stdout).toContain('--status <status>');
+    });
+
+    it('prints the usage on stderr and exits 64 when no command is given', async () => {
+      const run = await cli([]);
+      expect(run).toMatchObject({ code: 64, stdout: '' });
+      expect(run.stderr).toContain('Usage:');
+    });
+  });
+
+  describe('workspace:create', () => {
+    it('prints exactly the workspace and its first key with --json; the key works on GET /me', async () => {
+      const out = await cliJson(['workspace:create', '--name', 'Acme']);
+      expect(Object.keys(out).sort()).toEqual(['apiKey', 'workspace']);
+      const workspace = out.workspace as Record<string, string>;
+      expect(Object.keys(workspace).sort()).toEqual(WORKSPACE_KEYS);
+      expect(workspace.name).toBe('Acme');
+      expect(workspace.createdAt).toMatch(ISO_MS);
+      expect(workspace.updatedAt).toMatch(ISO_MS);
+      expect(out.apiKey).toMatch(KEY_PATTERN);
+
+      const res = await me(out.apiKey as string).expect(200);
+      expect(res.body).toEqual(workspace);
+    });
+
+    it('prints a short human-readable result without --json', async () => {
+      const run = await cli(['workspace:create', '--name', 'Human']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/Created workspace "Human" \(id [a-z][a-z0-9]+\)/);
+      const key = /ack_\S+/.exec(run.stdout)?.[0] ?? '';
+      await me(key).expect(200);
+    });
+
+    it('stores the name trimmed', async () => {
+      const out = await cliJson(['workspace:create', '--name', '  Padded  ']);
+      expect((out.workspace as { name: string }).name).toBe('Padded');
+    });
+
+    it('accepts a name of exactly 255 characters', async () => {
+      const out = await cliJson(['workspace:create', '--name', 'é'.repeat(255)]);
+      expect((out.workspace as { name: string }).name).toBe('é'.repeat(255));
+    });
+  });
+
+  describe('apikey:create', () => {
+    it('issues another working key, printed once with its prefix', async () => {
+      const { id } = await newWorkspace();
+      const out = await cliJson(['apikey:create', '--workspace', id]);
+      expect(Object.keys(out).sort()).toEqual(['apiKey', 'createdAt', 'lastUsedAt', 'prefix', 'revokedAt']);
+      expect(out.apiKey).toMatch(KEY_PATTERN);
+      expect((out.apiKey as string).startsWith(`${out.prefix as string}_`)).toBe(true);
+      expect(out.createdAt).toMatch(ISO_MS);
+      const res = await me(out.apiKey as string).expect(200);
+      expect(res.body.id).toBe(id);
+    });
+
+    it('prints the key without --json', async () => {
+      const { id } = await newWorkspace();
+      const run = await cli(['apikey:create', '--workspace', id]);
+      expect(run.code).toBe(0);
+      const key = /ack_\S+/.exec(run.stdout)?.[0] ?? '';
+      expect(key).toMatch(KEY_PATTERN);
+      await me(key).expect(200);
+    });
+  });
+
+  describe('apikey:list', () => {
+    it('shows prefixes and times, never a full key nor a hash', async () => {
+      const { id, apiKey } = await newWorkspace();
+      const second = (await cliJson(['apikey:create', '--workspace', id])).apiKey as string;
+      await me(apiKey).expect(200);
+
+      const out = await cliJson(['apikey:list', '--workspace', id]);
+      expect(Object.keys(out)).toEqual(['data']);
+      const keys = out.data as Record<string, string | null>[];
+      expect(keys.map((k) => k.prefix)).toEqual([apiKey.slice(0, 12), second.slice(0, 12)]);
+      for (const k of keys) {
+        expect(Object.keys(k).sort()).toEqual(['createdAt', 'lastUsedAt', 'prefix', 'revokedAt']);
+        expect(k.createdAt).toMatch(ISO_MS);
+        expect(k.revokedAt).toBeNull();
+      }
+
+      const [{ key_hash: hash }] = await t.dataSource.query('SELECT key_hash FROM api_keys WHERE prefix = $1', [
+        apiKey.slice(0, 12),
+      ]);
+      const text = await cli(['apikey:list', '--workspace', id]);
+      expect(text.code).toBe(0);
+      for (const output of [JSON.stringify(out), text.stdout]) {
+        expect(output).not.toContain(apiKey);
+        expect(output).not.toContain(second);
+        expect(output).not.toContain(hash);
+        expect(output).not.toMatch(/ack_[a-z0-9]{8}_/);
+      }
+      expect(text.stdout).toContain(apiKey.slice(0, 12));
+    });
+
+    it('shows when a key was last used', async () => {
+      const { id, apiKey } = await newWorkspace();
+      await me(apiKey).expect(200);
+      // The guard records use without waiting for it.
+      let lastUsedAt: unknown = null;
+      for (let i = 0; i < 50 && lastUsedAt === null; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        [{ last_used_at: lastUsedAt }] = await t.dataSource.query(
+          'SELECT last_used_at FROM api_keys WHERE prefix = $1',
+          [apiKey.slice(0, 12)],
+        );
+      }
+      const out = await cliJson(['apikey:list', '--workspace', id]);
+      expect((out.data as { lastUsedAt: string }[])[0].lastUsedAt).toMatch(ISO_MS);
+    });
+  });
+
+  describe('apikey:revoke', () => {
+    it('revokes a key: its next request gets 401, the other keys keep working', async () => {
+      const { id, apiKey } = await newWorkspace();
+      const other = (await cliJson(['apikey:create', '--workspace', id])).apiKey as string;
+      await me(apiKey).expect(200);
+
+      const out = await cliJson(['apikey:revoke', '--workspace', id, '--prefix', apiKey.slice(0, 12)]);
+      expect(Object.keys(out).sort()).toEqual(['createdAt', 'lastUsedAt', 'prefix', 'revokedAt']);
+      expect(out.prefix).toBe(apiKey.slice(0, 12));
+      expect(out.revokedAt).toMatch(ISO_MS);
+
+      const res = await me(apiKey).expect(401);
+      expect(res.body.error.code).toBe('not_authenticated');
+      await me(other).expect(200);
+
+      const list = await cliJson(['apikey:list', '--workspace', id]);
+      expect((list.data as { revokedAt: string | null }[]).map((k) => k.revokedAt)).toEqual([out.revokedAt, null]);
+    });
+
+    it('refuses a key that is already revoked, writing nothing', async () => {
+      const { id, apiKey } = await newWorkspace();
+      const run = await cli(['apikey:revoke', '--workspace', id, '--prefix', apiKey.slice(0, 12)]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('Revoked');
+      await expectRefused(['apikey:revoke', '--workspace', id, '--prefix', apiKey.slice(0, 12)], /already revoked/, 1);
+    });
+
+    it("refuses an unknown prefix and another workspace's key, writing nothing", async () => {
+      const a = await newWorkspace();
+      const b = await newWorkspace();
+      await expectRefused(['apikey:revoke', '--workspace', a.id, '--prefix', 'ack_00000000'], /no API key/, 1);
+      await expectRefused(['apikey:revoke', '--workspace', a.id, '--prefix', b.apiKey.slice(0, 12)], /no API key/, 1);
+      await me(b.apiKey).expect(200);
+    });
+
+    it('refuses a malformed prefix and a full key given as prefix', async () => {
+      const { id, apiKey } = await newWorkspace();
+      await expectRefused(['apikey:revoke', '--workspace', id, '--prefix', 'nope'], /--prefix must be a key prefix/);
+      await expectRefused(['apikey:revoke', '--workspace', id, '--prefix', apiKey], /--prefix must be a key prefix/);
+    });
+  });
+
+  describe('calculator:create', () => {
+    it('prints the calculator exactly as GET /calculators shows it', async () => {
+      const { id, apiKey } = await newWorkspace();
+      const out = await cliJson(['calculator:create', '--workspace', id, '--name', 'Pricing']);
+      const list = await t.http().get('/api/v1/calculators').set('x-ac-api-key', apiKey).expect(200);
+      expect(list.body.data).toEqual([out]);
+      expect(Object.keys(out)).toEqual(Object.keys(list.body.data[0]));
+      expect(out).toMatchObject({ name: 'Pricing', status: 'draft', workspaceId: id, submissionsCount: 0 });
+    });
+
+    it('takes --status, and prints the same object as indented JSON without --json', async () => {
+      const { id, apiKey } = await newWorkspace();
+      const run = await cli(['calculator:create', '--workspace', id, '--name', 'Live', '--status', 'published']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const list = await t.http().get('/api/v1/calculators').set('x-ac-api-key', apiKey).expect(200);
+      expect(JSON.parse(run.stdout)).toEqual(list.body.data[0]);
+      expect(list.body.data[0].status).toBe('published');
+    });
+  });
+
+  describe('submission:create', () => {
+    it("records a submission; the calculator's webhook receives it, signed", async () => {
+      const receiver = await Receiver.start();
+      try {
+        const { id, apiKey } = await newWorkspace();
+        const calculator = await cliJson(['calculator:create', '--workspace', id, '--name', 'Quote']);
+        const auth = { 'x-ac-api-key': apiKey };
+        const hook = await t
+          .http()
+          .post('/api/v1/webhooks')
+          .set(auth)
+          .send({ url: receiver.url, calculators: [calculator.id] })
+          .expect(200);
+        const webhookId = hook.body.data.id as string;
+        const secret = await t.http().get(`/api/v1/webhooks/${webhookId}/secret`).set(auth).expect(200);
+
+        const out = await cliJson([
+          'submission:create',
+          '--calculator',
+          calculator.id as string,
+          '--data',
+          '{"answer":42,"email":"a@example.com"}',
+          '--meta',
+          '{"source":"cli"}',
+        ]);
+        expect(Object.keys(out).sort()).toEqual(SUBMISSION_KEYS);
+        expect(out).toMatchObject({
+          calculatorId: calculator.id,
+          finished: true,
+          data: { answer: 42, email: 'a@example.com' },
+          meta: { source: 'cli' },
+        });
+        expect(out.createdAt).toMatch(ISO_MS);
+
+        const request = await waitFor(() => receiver.requests[0], 15_000, 'the webhook');
+        const payload = new Webhook(secret.body.data.key).verify(
+          request.body,
+          request.headers as Record<string, string>,
+        );
+        expect(payload).toEqual({ webhookId, event: 'newSubmission', data: out });
+
+        const list = await t.http().get('/api/v1/calculators').set(auth).expect(200);
+        expect(list.body.data[0]).toMatchObject({ submissionsCount: 1, lastSubmissionAt: out.createdAt });
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('takes --finished false, and prints indented JSON without --json', async () => {
+      const { id } = await newWorkspace();
+      const calculator = await cliJson(['calculator:create', '--workspace', id, '--name', 'Partial']);
+      const args = [
+        'submission:create',
+        '--calculator',
+        calculator.id as string,
+        '--data',
+        '{}',
+        '--finished',
+        'false',
+      ];
+      const run = await cli(args);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(run.stdout)).toMatchObject({ finished: false, data: {}, meta: {} });
+    });
+
+    it('refuses an unknown calculator, bad JSON and a bad --finished, writing nothing', async () => {
+      const { id } = await newWorkspace();
+      const calculatorId = (await cliJson(['calculator:create', '--workspace', id, '--name', 'Target'])).id as string;
+      const submit = ['submission:create', '--calculator', calculatorId];
+      await Promise.all([
+        expectRefused(
+          ['submission:create', '--calculator', 'nosuchcalculator000000000', '--data', '{}'],
+          /unknown calculator "nosuchcalculator000000000"/,
+          1,
+        ),
+        expectRefused([...submit], /missing required option --data/),
+        expectRefused([...submit, '--data', '{answer: 42}'], /--data is not valid JSON/),
+        expectRefused([...submit, '--data', '[42]'], /--data must be a JSON object/),
+        expectRefused([...submit, '--data', '{}', '--meta', 'null'], /--meta must be a JSON object/),
+        expectRefused([...submit, '--data', '{}', '--finished', 'yes'], /--finished must be true or false/),
+        expectRefused([...submit, '--data', '{"a":"\\u0000"}'], /must not contain NUL/, 1),
+      ]);
+    });
+  });
+
+  describe('seed:demo', () => {
+    it('creates the demo workspace, three calculators and the documented key, once', async () => {
+      const first = await cliJson(['seed:demo']);
+      expect(first).toMatchObject({
+        apiKey: DEMO_API_KEY,
+        created: { workspace: true, calculators: 3, apiKey: true },
+        apiKeyRevoked: false,
+      });
+      expect(first.workspace).toMatchObject({ id: DEMO_WORKSPACE_ID, name: DEMO_WORKSPACE_NAME });
+      expect(DEMO_API_KEY).toMatch(KEY_PATTERN);
+
+      const before = await snapshot();
+      const second = await cliJson(['seed:demo']);
+      expect(second).toMatchObject({ created: { workspace: false, calculators: 0, apiKey: false } });
+      expect(second.workspace).toEqual(first.workspace);
+      const text = await cli(['seed:demo']);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain('nothing created');
+      expect(text.stdout).toContain(`curl -H 'x-ac-api-key: ${DEMO_API_KEY}' http://localhost:`);
+      expect(await snapshot()).toEqual(before);
+
+      const res = await me(DEMO_API_KEY).expect(200);
+      expect(res.body).toEqual(first.workspace);
+      const calculators = await t.http().get('/api/v1/calculators').set('x-ac-api-key', DEMO_API_KEY).expect(200);
+      expect(calculators.body.data.map((c: { id: string; name: string }) => ({ id: c.id, name: c.name }))).toEqual(
+        DEMO_CALCULATORS,
+      );
+    });
+
+    it('is refused with NODE_ENV=production, before touching the database', async () => {
+      const before = await snapshot();
+      const run = await cli(['seed:demo', '--json'], { NODE_ENV: 'production' });
+      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.stderr).toMatch(/development only.*NODE_ENV=production/);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe('bad arguments: a message on stderr, a non-zero exit, nothing written', () => {
+    let workspaceId: string;
+    beforeAll(async () => {
+      workspaceId = (await newWorkspace('Bad arguments')).id;
+    });
+
+    it('refuses an unknown command', () => expectRefused(['workspace:destroy'], /unknown command "workspace:destroy"/));
+
+    it('refuses a missing required option', async () => {
+      await expectRefused(['workspace:create'], /missing required option --name/);
+      await expectRefused(['calculator:create', '--name', 'x'], /missing required option --workspace/);
+      await expectRefused(['apikey:revoke', '--workspace', workspaceId], /missing required option --prefix/);
+    });
+
+    it('refuses an option without its value', () =>
+      expectRefused(['workspace:create', '--name'], /option --name needs a value/));
+
+    it('refuses an unknown option and a stray argument', async () => {
+      await expectRefused(['workspace:create', '--name', 'x', '--colour', 'red'], /Unknown option '--colour'/);
+      await expectRefused(['workspace:create', '--name', 'x', 'extra'], /Unexpected argument 'extra'/);
+    });
+
+    it('refuses an option given twice', () =>
+      expectRefused(['workspace:create', '--name', 'a', '--name', 'b'], /--name is given more than once/));
+
+    it('refuses an empty or blank name', async () => {
+      await expectRefused(['workspace:create', '--name', ''], /--name must not be empty/);
+      await expectRefused(
+        ['calculator:create', '--workspace', workspaceId, '--name', '   '],
+        /--name must not be empty/,
+      );
+    });
+
+    it('refuses a name over 255 characters', async () => {
+      await expectRefused(['workspace:create', '--name', 'x'.repeat(256)], /--name must be at most 255 characters/);
+      await expectRefused(
+        ['calculator:create', '--workspace', workspaceId, '--name', 'é'.repeat(256)],
+        /--name must be at most 255 characters/,
+      );
+    });
+
+    it('refuses a name with control characters', () =>
+      expectRefused(['workspace:create', '--name', 'a\u0007b'], /control characters/));
+
+    it('refuses a bad --status', () =>
+      expectRefused(
+        ['calculator:create', '--workspace', workspaceId, '--name', 'x', '--status', 'archived'],
+        /--status must be one of draft, published/,
+      ));
+
+    it('refuses an unknown workspace id', async () => {
+      const unknown = ['--workspace', 'nosuchworkspace0000000000'];
+      for (const args of [
+        ['apikey:create', ...unknown],
+        ['apikey:list', ...unknown],
+        ['apikey:revoke', ...unknown, '--prefix', 'ack_00000000'],
+        ['calculator:create', ...unknown, '--name', 'x'],
+      ]) {
+        await expectRefused(args, /unknown workspace "nosuchworkspace0000000000"/, 1);
+      }
+    });
+
+    it('refuses bad configuration with exit 78, naming the variable', async () => {
+      const run = await cli(['workspace:create', '--name', 'x', '--json'], { DATABASE_URL: 'mysql://nope' });
+      expect(run).toMatchObject({ code: 78, stdout: '' });
+      expect(run.stderr).toContain('DATABASE_URL');
+    });
+  });
+});
