@@ -10,7 +10,9 @@ import { DELIVERY_QUEUE, DeliveryQueue } from './delivery-queue.js';
     BullModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        connection: { url: config.redisUrl, maxRetriesPerRequest: null },
+        // Producer only (the worker has its own connection): fail fast while Redis is away, since
+        // Postgres already holds the delivery and the sweeper enqueues it once Redis is back.
+        connection: { url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 },
         prefix: config.queuePrefix,
       }),
     }),

@@ -29,6 +29,17 @@ export const DELIVER_JOB_OPTIONS: JobsOptions = {
   removeOnFail: true,
 };
 
+// A request never waits long on Redis: what is not enqueued by then is left to the sweeper.
+const ENQUEUE_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
 @Injectable()
 export class DeliveryQueue {
@@ -46,12 +57,15 @@ export class DeliveryQueue {
   async enqueue(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
     if (deliveries.length === 0) return;
     try {
-      await this.queue.addBulk(
-        deliveries.map(({ deliveryId, url, jobId }) => ({
-          name: DELIVER_JOB,
-          data: { deliveryId, trigger, destination: destinationOf(url) },
-          opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
-        })),
+      await withTimeout(
+        ENQUEUE_TIMEOUT_MS,
+        this.queue.addBulk(
+          deliveries.map(({ deliveryId, url, jobId }) => ({
+            name: DELIVER_JOB,
+            data: { deliveryId, trigger, destination: destinationOf(url) },
+            opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
+          })),
+        ),
       );
     } catch (error) {
       this.logger.warn(
@@ -62,6 +76,7 @@ export class DeliveryQueue {
 
   /** Drops the jobs of cancelled deliveries; one that is running finds its delivery cancelled. */
   async remove(deliveryIds: string[]): Promise<void> {
-    await Promise.all(deliveryIds.map((id) => this.queue.remove(id).catch(() => 0))).catch(() => undefined);
+    const removals = Promise.all(deliveryIds.map((id) => this.queue.remove(id).catch(() => 0)));
+    await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
   }
 }

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { createId } from '@paralleldrive/cuid2';
+import { Queue } from 'bullmq';
 import pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -10,7 +11,7 @@ import type { CalculatorEntity } from '../../src/calculators/calculator.entity.j
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { configureApp } from '../../src/core/http/configure-app.js';
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
@@ -62,6 +63,17 @@ export async function dropTestDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** `customize` may override providers, e.g. the log destination. */
+/** Removes a test file's queue keys from Redis; skipped when that Redis cannot be reached. */
+export async function clearTestQueue(config: AppConfig): Promise<void> {
+  const queue = new Queue(DELIVERY_QUEUE, {
+    connection: { url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null },
+    prefix: config.queuePrefix,
+  });
+  queue.on('error', () => undefined);
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close().catch(() => undefined);
+}
+
 export async function createTestApp(
   overrides: Record<string, string> = {},
   customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,
@@ -77,9 +89,8 @@ export async function createTestApp(
     dataSource: app.get(DataSource),
     http: () => request(app.getHttpServer()),
     close: async () => {
-      const queue = app.get(DeliveryQueue).queue;
       await app.close();
-      await queue.obliterate({ force: true }).catch(() => undefined);
+      await clearTestQueue(config);
       await dropTestDatabase(config.databaseUrl);
     },
   };
