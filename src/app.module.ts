@@ -5,6 +5,7 @@ import type { AppConfig } from './core/config/config.js';
 import { ConfigModule } from './core/config/config.module.js';
 import { DatabaseModule } from './core/database/database.module.js';
 import { LoggingModule } from './core/logging/logging.module.js';
+import { RateLimitModule } from './core/security/rate-limit.module.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
 import { DeliveryModule } from './delivery/delivery.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -27,6 +28,7 @@ export class AppModule {
         ...coreImports(config),
         LoggingModule,
         MetricsModule,
+        RateLimitModule,
         AuthModule,
         WorkspacesModule,
         CalculatorsModule,

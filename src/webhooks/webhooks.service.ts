@@ -145,7 +145,8 @@ export class WebhooksService {
       if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
       const now = new Date();
       await manager.update(WebhookEntity, { id }, { removedAt: now, updatedAt: now });
-      const cancelled: { id: string }[] = await manager.query(
+      // TypeORM answers an UPDATE ... RETURNING with [rows, rowCount].
+      const [cancelled]: [{ id: string }[], number] = await manager.query(
         `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = $2
          WHERE webhook_id = $1 AND status = 'pending' RETURNING id`,
         [id, now],

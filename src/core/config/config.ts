@@ -94,6 +94,18 @@ export class EnvironmentVariables {
 
   @IsString()
   ADMIN_PASSWORD = '';
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(1000000)
+  RATE_LIMIT_PER_MINUTE = 600;
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(100000)
+  RATE_LIMIT_PER_SECOND = 0;
 }
 
 export interface AppConfig {
@@ -121,6 +133,8 @@ export interface AppConfig {
   metricsPort: number;
   /** Basic-auth credentials of the queue dashboard at /admin/queues; null = dashboard off. */
   adminCredentials: { user: string; password: string } | null;
+  /** Requests per API key (per client IP without one), counted in Redis across replicas; 0 = that limit off. */
+  rateLimit: { perMinute: number; perSecond: number };
 }
 
 export class ConfigError extends Error {}
@@ -181,5 +195,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: env.LOG_LEVEL,
     metricsPort: env.METRICS_PORT,
     adminCredentials: adminCredentials(env.ADMIN_USER, env.ADMIN_PASSWORD),
+    rateLimit: { perMinute: env.RATE_LIMIT_PER_MINUTE, perSecond: env.RATE_LIMIT_PER_SECOND },
   };
 }

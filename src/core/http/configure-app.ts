@@ -1,11 +1,15 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { mountQueueDashboard } from '../../admin/queue-dashboard.js';
 import { HttpMetrics } from '../../metrics/http.metrics.js';
 import { setupOpenApi } from '../../openapi/openapi.js';
 import { AppLogger } from '../logging/app-logger.js';
 import { requestLogger } from '../logging/request-logger.js';
+import { jsonBody } from '../security/body-limit.js';
+import { answerMalformedRequests } from '../security/malformed-requests.js';
+import { RateLimiter } from '../security/rate-limiter.js';
+import { securityHeaders } from '../security/security-headers.js';
 import { ApiError } from './api-error.js';
 import { fullPath } from './allowed-methods.js';
 import { HttpExceptionFilter } from './http-exception.filter.js';
@@ -57,14 +61,13 @@ export function configureApp(app: INestApplication): void {
   http.set('query parser', 'simple');
   http.use(requestLogger(logger.pino)); // first: every later step, errors included, has the request id
   http.use(app.get(HttpMetrics).middleware);
+  answerMalformedRequests(http.getHttpServer()); // what Node's parser refuses gets the JSON error body too
+  http.use(securityHeaders()); // helmet, before any route so error responses carry the headers too
+  http.use(app.get(RateLimiter).middleware); // before auth and body parsing
   mountQueueDashboard(http);
   http.use(notFoundOutsidePrefix);
   http.use(requireJsonContentType);
-  http.use(
-    `/${API_PREFIX}/calculators/:calculatorId/submissions`,
-    express.json({ limit: SUBMISSION_BODY_LIMIT_BYTES }),
-  );
-  http.use(express.json({ limit: BODY_LIMIT_BYTES }));
+  http.use(jsonBody({ defaultBytes: BODY_LIMIT_BYTES, submissionBytes: SUBMISSION_BODY_LIMIT_BYTES }));
   http.use(requireObjectBody);
   http.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED_PATHS });
   setupOpenApi(http, API_PREFIX); // the document and the docs page, no key needed

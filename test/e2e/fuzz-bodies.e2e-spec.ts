@@ -1,0 +1,198 @@
+import { createId } from '@paralleldrive/cuid2';
+import fc from 'fast-check';
+import { ACCEPTED_SOURCES } from '../../src/webhooks/webhook-sources.js';
+import { client, registerWebhook, WEBHOOK_KEYS } from '../support/management-api.js';
+import {
+  closeAgent,
+  contractViolation,
+  expectPrototypesUntouched,
+  jsonText,
+  jsonValue,
+  listen,
+  oddString,
+  POLLUTION_KEYS,
+  rawRequest,
+  snapshotDatabase,
+  type RawRequest,
+} from '../support/hostile-input.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+// FUZZ_RUNS=2000 for a longer hunt; the default keeps the file well under a minute.
+const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 150);
+const WEBHOOK_FIELDS = ['url', 'calculators', 'triggers', 'name', 'source'];
+const SUBMISSION_FIELDS = ['data', 'finished', 'meta'];
+
+/** A JSON object written member by member, so `__proto__` and duplicate keys survive as sent. */
+const objectText = (entries: [string, unknown][]) =>
+  `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`;
+
+describe('fuzz: request bodies', () => {
+  let t: TestApp;
+  let port: number;
+  let key: string;
+  let calculatorId: string;
+  let foreignCalculatorId: string;
+
+  beforeAll(async () => {
+    // Rate limiting off and a high webhook cap, so every run reaches validation.
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: '0', MAX_WEBHOOKS_PER_WORKSPACE: '100000' });
+    port = await listen(t);
+    const own = await createWorkspace(t, 'Own');
+    key = own.key;
+    calculatorId = (await createCalculator(t, own.workspace.id)).id;
+    const other = await createWorkspace(t, 'Other');
+    foreignCalculatorId = (await createCalculator(t, other.workspace.id)).id;
+    // Bound webhooks, so an accepted submission also writes deliveries.
+    await registerWebhook(client(t, key), { url: 'https://receiver.example.com/own', calculators: [calculatorId] });
+  });
+  afterAll(async () => {
+    closeAgent();
+    await t.close();
+  });
+
+  /** Sends one request; a 2xx is checked by `accepted`, anything else must be documented and change nothing. */
+  async function expectHandled(req: RawRequest, accepted: (body: unknown) => void): Promise<void> {
+    const before = await snapshotDatabase(t);
+    const res = await rawRequest(port, req);
+    expect({ violation: contractViolation(req, res), body: req.body?.slice(0, 300) }).toEqual({
+      violation: null,
+      body: req.body?.slice(0, 300),
+    });
+    if (res.status < 300) accepted(JSON.parse(res.text));
+    else expect(await snapshotDatabase(t)).toEqual(before);
+    expectPrototypesUntouched();
+  }
+
+  const post = (path: string, body: string, contentType = 'application/json'): RawRequest => ({
+    method: 'POST',
+    path,
+    headers: { 'x-ac-api-key': key, 'content-type': contentType },
+    body,
+  });
+
+  describe('POST /webhooks', () => {
+    const validValue: Record<string, () => fc.Arbitrary<unknown>> = {
+      url: () =>
+        fc.oneof(
+          fc.constant('https://receiver.example.com/hook'),
+          oddString().map((s) => `https://receiver.example.com/${s}`),
+          oddString().map((s) => `http://${s}`),
+        ),
+      calculators: () =>
+        fc.oneof(
+          fc.constant([calculatorId]),
+          fc.constant([foreignCalculatorId]),
+          fc.constant([calculatorId, foreignCalculatorId]),
+          fc.array(fc.oneof(fc.constant(createId()), oddString()), { maxLength: 3 }),
+        ),
+      triggers: () => fc.constantFrom(['newSubmission'], ['newSubmission', 'newSubmission'], [], ['other']),
+      name: () => oddString(),
+      source: () => fc.oneof(fc.constantFrom(...ACCEPTED_SOURCES), oddString(3)),
+    };
+
+    /** Mostly a valid body with some members replaced, dropped, added or repeated. */
+    const mutatedBody = () =>
+      fc
+        .tuple(
+          fc.record(Object.fromEntries(WEBHOOK_FIELDS.map((f) => [f, fc.option(validValue[f](), { freq: 5 })]))),
+          fc.array(
+            fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS, ...WEBHOOK_FIELDS), oddString(3)), jsonValue()),
+            { maxLength: 3 },
+          ),
+        )
+        .map(([base, extra]) => {
+          const entries = Object.entries(base).filter(([, v]) => v !== null) as [string, unknown][];
+          return objectText([...entries, ...extra]);
+        });
+
+    it('answers any body with a webhook or a documented 4xx, and a 4xx changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(mutatedBody(), jsonText(WEBHOOK_FIELDS)), async (body) => {
+          await expectHandled(post('/api/v1/webhooks', body), (res) => {
+            const { data } = res as { data: Record<string, unknown> };
+            expect(Object.keys(data).sort()).toEqual(WEBHOOK_KEYS);
+          });
+        }),
+        { numRuns: NUM_RUNS },
+      );
+    });
+
+    it('never lets a __proto__, constructor or prototype member through, nor pollutes a prototype', async () => {
+      const valid = { url: 'https://receiver.example.com/p', calculators: [calculatorId] };
+      for (const pollution of POLLUTION_KEYS) {
+        for (const value of [{ polluted: true, isAdmin: true }, 'x', null, [1]]) {
+          const body = objectText([...Object.entries(valid), [pollution, value]]);
+          await expectHandled(post('/api/v1/webhooks', body), () => {
+            throw new Error(`accepted ${body}`);
+          });
+        }
+      }
+    });
+  });
+
+  describe('POST /calculators/{id}/submissions', () => {
+    const submissionBody = fc.oneof(
+      fc
+        .record({
+          data: fc.option(jsonValue(['a', 'b']), { freq: 5 }),
+          finished: fc.option(fc.oneof(fc.boolean(), jsonValue()), { freq: 2 }),
+          meta: fc.option(jsonValue(['source']), { freq: 2 }),
+          extra: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), oddString(3)), jsonValue()), {
+            maxLength: 2,
+          }),
+        })
+        .map(({ extra, ...fields }) =>
+          objectText([...(Object.entries(fields).filter(([, v]) => v !== null) as [string, unknown][]), ...extra]),
+        ),
+      jsonText(SUBMISSION_FIELDS),
+      // Answers made of hostile keys and values, the body a real integration forwards.
+      fc
+        .dictionary(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), oddString(4)), jsonValue(), { maxKeys: 8 })
+        .map((data) => objectText([['data', data]])),
+    );
+
+    it('answers any body with a submission or a documented 4xx, and a 4xx writes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(submissionBody, async (body) => {
+          await expectHandled(post(`/api/v1/calculators/${calculatorId}/submissions`, body), (res) => {
+            const { data } = res as { data: { calculatorId: string } };
+            expect(data.calculatorId).toBe(calculatorId);
+          });
+        }),
+        { numRuns: NUM_RUNS },
+      );
+    });
+
+    it("writes nothing for another workspace's calculator, whatever the body", async () => {
+      await fc.assert(
+        fc.asyncProperty(submissionBody, async (body) => {
+          await expectHandled(post(`/api/v1/calculators/${foreignCalculatorId}/submissions`, body), () => {
+            throw new Error('accepted a submission to a foreign calculator');
+          });
+        }),
+        { numRuns: 40 },
+      );
+    });
+
+    it('keeps answers named __proto__, constructor, prototype or toString as plain data, without polluting', async () => {
+      const answers =
+        '{"__proto__":{"polluted":true},"constructor":{"prototype":{"isAdmin":true}},"prototype":1,"toString":"x","a":1}';
+      const body = `{"data":${answers},"meta":{"valueOf":{"hasOwnProperty":2}}}`;
+      await expectHandled(post(`/api/v1/calculators/${calculatorId}/submissions`, body), (res) => {
+        const { data } = res as { data: { id: string; data: object; meta: object } };
+        expect(JSON.stringify(data.data)).toBe(answers);
+        expect(JSON.stringify(data.meta)).toBe('{"valueOf":{"hasOwnProperty":2}}');
+      });
+      const [row] = await t.dataSource.query(
+        `SELECT data::text AS data FROM submissions ORDER BY created_at DESC, id DESC LIMIT 1`,
+      );
+      expect(Object.keys(JSON.parse(row.data)).sort()).toEqual([
+        '__proto__',
+        'a',
+        'constructor',
+        'prototype',
+        'toString',
+      ]);
+    });
+  });
+});

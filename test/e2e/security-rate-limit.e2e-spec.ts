@@ -1,0 +1,174 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { AppModule } from '../../src/app.module.js';
+import { hashApiKey } from '../../src/auth/api-key.js';
+import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { configureApp } from '../../src/core/http/configure-app.js';
+import { API, expectError, expectJson, expectNotAuthenticated } from '../support/management-api.js';
+import { sleep } from '../support/receiver.js';
+import { createTestApp, createWorkspace, dropTestDatabase, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
+
+/** A second api replica: the same database, Redis and QUEUE_PREFIX as `t`. */
+async function replicaOf(t: TestApp): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  configureApp(app);
+  await app.init();
+  return app;
+}
+
+const me = (app: INestApplication, key?: string) => {
+  const req = request(app.getHttpServer()).get(`${API}/me`);
+  return key === undefined ? req : req.set('x-ac-api-key', key);
+};
+
+function expectRateLimited(res: request.Response, windowSeconds: number): void {
+  const error = expectError(res, 429, 'rate_limited');
+  expect(Object.keys(error).sort()).toEqual(['code', 'message']);
+  expect(res.headers['retry-after']).toMatch(/^\d+$/);
+  expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(windowSeconds);
+}
+
+describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
+  const LIMIT = 5;
+  let t: TestApp;
+  let replica: INestApplication;
+
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_PER_SECOND: '0' });
+    replica = await replicaOf(t);
+  });
+  afterAll(async () => {
+    await replica.close();
+    await t.close();
+  });
+
+  it('answers the request over the limit with 429, Retry-After and the rate-limit headers', async () => {
+    const { key } = await createWorkspace(t);
+    for (let i = 1; i <= LIMIT; i++) {
+      const res = await me(t.app, key);
+      expectJson(res, 200);
+      expect(res.headers['x-ratelimit-limit']).toBe(String(LIMIT));
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(LIMIT - i));
+      expect(Number(res.headers['x-ratelimit-reset'])).toBeLessThanOrEqual(60);
+    }
+    const refused = await me(t.app, key);
+    expectRateLimited(refused, 60);
+    expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  it('counts every endpoint of a key together, and refuses a POST before reading its body', async () => {
+    const { key } = await createWorkspace(t);
+    const api = (path: string) => request(t.app.getHttpServer()).get(`${API}${path}`).set('x-ac-api-key', key);
+    for (const path of ['/me', '/webhooks', '/calculators', '/me', '/webhooks']) expectJson(await api(path), 200);
+    const refused = await request(t.app.getHttpServer())
+      .post(`${API}/webhooks`)
+      .set('x-ac-api-key', key)
+      .set('content-type', 'application/json')
+      .send('{not even json');
+    expectRateLimited(refused, 60);
+  });
+
+  it('leaves another key of the same workspace, and another workspace, unaffected', async () => {
+    const { workspace, key } = await createWorkspace(t);
+    for (let i = 0; i <= LIMIT; i++) await me(t.app, key);
+    expectRateLimited(await me(t.app, key), 60);
+    const { key: sibling } = await t.app.get(ApiKeysService).issue(workspace.id);
+    expectJson(await me(t.app, sibling), 200);
+    expectJson(await me(t.app, (await createWorkspace(t)).key), 200);
+  });
+
+  it('shares the count between api replicas on the same Redis', async () => {
+    const { key } = await createWorkspace(t);
+    for (let i = 0; i < 3; i++) expectJson(await me(t.app, key), 200);
+    for (let i = 0; i < 2; i++) expectJson(await me(replica, key), 200);
+    expectRateLimited(await me(replica, key), 60);
+    expectRateLimited(await me(t.app, key), 60);
+    // Express matches paths case-insensitively; the limit must too.
+    expectRateLimited(await request(t.app.getHttpServer()).get('/API/V1/ME').set('x-ac-api-key', key), 60);
+  });
+
+  it('names its counters by the SHA-256 of the key, never the key', async () => {
+    const { key } = await createWorkspace(t);
+    expectJson(await me(t.app, key), 200);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const names = await redis.keys(`${t.config.queuePrefix}:ratelimit:*`);
+      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:minute:key:${hashApiKey(key)}`);
+      expect(names.join('\n')).not.toContain(key);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  // Runs last in this app: it spends the limit of requests without a key, which share the client IP.
+  it('counts requests without a well-formed key by client IP, before authentication; probes are never limited', async () => {
+    for (let i = 0; i < LIMIT; i++) expectNotAuthenticated(await me(t.app, i % 2 === 0 ? undefined : 'not-a-key'));
+    expectRateLimited(await me(t.app), 60);
+    expectRateLimited(await me(replica, 'still-not-a-key'), 60);
+    for (let i = 0; i < LIMIT * 2; i++) {
+      expect((await request(t.app.getHttpServer()).get('/healthz')).status).toBe(200);
+      expect((await request(t.app.getHttpServer()).get('/metrics')).status).toBe(200);
+    }
+    expectJson(await me(t.app, (await createWorkspace(t)).key), 200);
+  });
+});
+
+describe('rate limiting per second (RATE_LIMIT_PER_SECOND=3, RATE_LIMIT_PER_MINUTE=0)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_PER_SECOND: '3' });
+  });
+  afterAll(() => t.close());
+
+  it('refuses a burst over the limit with Retry-After: 1, and serves again in the next second', async () => {
+    const { key } = await createWorkspace(t);
+    let burst: request.Response[] = [];
+    // The window may turn over mid-burst; 8 requests in one window hold at least 5 past the limit.
+    for (let attempt = 0; attempt < 3 && !burst.some((r) => r.status === 429); attempt++) {
+      burst = await Promise.all(Array.from({ length: 8 }, () => me(t.app, key)));
+    }
+    const refused = burst.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const res of refused) expectRateLimited(res, 1);
+    expect(burst.filter((r) => r.status === 200).length).toBeLessThanOrEqual(6);
+    await sleep(1100);
+    expectJson(await me(t.app, key), 200);
+  });
+});
+
+describe('rate limiting off (RATE_LIMIT_PER_MINUTE=0)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_PER_SECOND: '0' });
+  });
+  afterAll(() => t.close());
+
+  it('serves any number of requests of one key, without rate-limit headers', async () => {
+    const { key } = await createWorkspace(t);
+    const responses = await Promise.all(Array.from({ length: 60 }, () => me(t.app, key)));
+    for (const res of responses) {
+      expectJson(res, 200);
+      expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    }
+  });
+});
+
+describe('rate limiting while Redis is unreachable', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PER_MINUTE: '2' });
+  });
+  afterAll(async () => {
+    await t.app.close(); // not t.close(): emptying the queue would wait for Redis
+    await dropTestDatabase(t.config.databaseUrl);
+  });
+
+  it('lets requests through rather than failing them: a Redis outage is not an API outage', async () => {
+    const { key } = await createWorkspace(t);
+    for (let i = 0; i < 5; i++) expectJson(await me(t.app, key), 200);
+  });
+});
