@@ -49,7 +49,7 @@ const RECORD_ATTEMPT = `
     VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)
   )
   UPDATE deliveries SET status = $11, attempt_count = $3, next_attempt_at = $12, last_attempt_at = $5,
-    last_status_code = $7, last_error = $9, completed_at = $13, updated_at = now()
+    last_status_code = $7, last_error = $9, completed_at = $13, updated_at = $14
   WHERE id = $1`;
 
 /** Runs one attempt of one delivery: re-read, lock, sign, send, record. */
@@ -90,7 +90,7 @@ export class DeliveryAttemptService {
     if (!ctx) return { status: 'skipped' };
     if (ctx.webhook_removed) {
       await runner.query(
-        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), updated_at = now()
+        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = clock_timestamp(), updated_at = clock_timestamp()
          WHERE id = $1`,
         [deliveryId],
       );
@@ -100,6 +100,7 @@ export class DeliveryAttemptService {
     const attemptNumber = ctx.attempt_count + 1;
     const startedAt = new Date();
     const result = await this.send(deliveryId, ctx);
+    const finishedAt = new Date();
     const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
     await runner.query(RECORD_ATTEMPT, [
       deliveryId,
@@ -113,8 +114,9 @@ export class DeliveryAttemptService {
       outcome.status === 'succeeded' ? null : outcome.reason,
       result.ok,
       outcome.status,
-      outcome.status === 'pending' ? new Date(Date.now() + outcome.delayMs) : null,
-      outcome.status === 'pending' ? null : new Date(),
+      outcome.status === 'pending' ? new Date(finishedAt.getTime() + outcome.delayMs) : null,
+      outcome.status === 'pending' ? null : finishedAt,
+      finishedAt,
     ]);
     this.metrics.recordAttempt(outcome.status, result.durationMs);
     this.logger.log({
