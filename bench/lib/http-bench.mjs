@@ -1,0 +1,45 @@
+// autocannon runs: a discarded warm-up, then the measured run, summarised to the figures the report uses.
+import autocannon from 'autocannon';
+
+const round = (n, digits = 1) => (n === null || n === undefined ? null : Number(n.toFixed(digits)));
+
+/** The measured figures of one autocannon result; req/s counts every completed response. */
+export function summarise(result) {
+  return {
+    requestsPerSec: round(result.requests.total / result.duration),
+    requests: result.requests.total,
+    durationSec: round(result.duration, 2),
+    latencyMs: {
+      mean: round(result.latency.mean, 2),
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+    },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count]),
+    ),
+  };
+}
+
+/**
+ * `options` are autocannon's (url, requests, headers, ...). The warm-up run uses the same options,
+ * so JIT, connection pools and Postgres caches are warm when measuring starts. With `cpu` (a
+ * CpuProbe), the CPU time per request of the server's processes in the measured run is reported
+ * too: unlike req/s, it barely depends on what else the machine is doing.
+ */
+export async function measure(options, { connections, warmupSec, durationSec }, cpu = null) {
+  const base = { connections, timeout: 10, ...options };
+  if (warmupSec > 0) await autocannon({ ...base, duration: warmupSec });
+  const before = cpu ? await cpu.snapshot() : null;
+  const summary = summarise(await autocannon({ ...base, duration: durationSec }));
+  if (!cpu) return summary;
+  const used = cpu.since(before, await cpu.snapshot());
+  const perRequest = Object.fromEntries(
+    Object.entries(used).map(([name, ms]) => [name, summary.requests > 0 ? round(ms / summary.requests, 3) : null]),
+  );
+  return { ...summary, cpuMsPerRequest: perRequest };
+}

@@ -1,0 +1,277 @@
+// Targets of issue 6 and the BENCHMARKS.md template; both read only the results object of a run.
+
+const fmt = (n, digits = 0) =>
+  n === null || n === undefined || Number.isNaN(n)
+    ? 'n/a'
+    : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const pct = (ratio) => (ratio === null || ratio === undefined ? 'n/a' : `${(ratio * 100).toFixed(1)}%`);
+const ratioOf = (value, ceiling) => (value && ceiling ? value / ceiling : null);
+
+/** Each target: the figure, its ceiling (when the target is a ratio), the limit and pass/fail. */
+export function evaluateTargets(results) {
+  const nest = results.ceilings.nest?.requestsPerSec ?? null;
+  const bullmq = results.ceilings.bullmq?.jobsPerSec ?? null;
+  const targets = [];
+  // A run that got error answers measured the error path: its figures cannot pass.
+  const invalidity = (key) => {
+    const r = results.http[key];
+    return r && (r.non2xx > 0 || r.errors > 0) ? `${r.non2xx} non-2xx answers, ${r.errors} errors` : null;
+  };
+  const add = (target, check) => {
+    const measured = target.value !== null && target.value !== undefined;
+    const pass = target.invalid ? false : measured ? check(target.value) : null;
+    targets.push({ ceiling: null, ratio: null, invalid: null, ...target, pass });
+  };
+  const ratioTarget = (name, value, ceiling, min, invalid = null) => {
+    const ratio = ratioOf(value, ceiling);
+    add({ name, value, ceiling, ratio, invalid, target: `>= ${pct(min)} of ceiling` }, () =>
+      ratio === null ? null : ratio >= min,
+    );
+  };
+  const maxTarget = (name, value, limit, unit, invalid = null) =>
+    add({ name, value, invalid, target: `< ${limit} ${unit}` }, (v) => v < limit);
+
+  ratioTarget('GET /me req/s', results.http.me?.requestsPerSec, nest, 0.75, invalidity('me'));
+  for (const [key, label] of [
+    ['webhooks-list', 'GET /webhooks req/s'],
+    ['calculators', 'GET /calculators?limit=50 req/s'],
+  ]) {
+    ratioTarget(label, results.http[key]?.requestsPerSec, nest, 0.5, invalidity(key));
+  }
+  for (const key of ['me', 'webhooks-list', 'calculators', 'webhook-get']) {
+    const r = results.http[key];
+    if (r) maxTarget(`${r.label} p99 latency`, r.latencyMs.p99, 50, 'ms', invalidity(key));
+  }
+  ratioTarget(
+    'POST submissions req/s (3 deliveries each)',
+    results.http.submissions?.requestsPerSec,
+    nest,
+    0.3,
+    invalidity('submissions'),
+  );
+  const one = results.delivery.oneWorker?.perSec ?? null;
+  const two = results.delivery.twoWorkers?.perSec ?? null;
+  ratioTarget('deliveries/s, one worker process', one, bullmq, 0.25);
+  add(
+    {
+      name: 'deliveries/s, two worker processes',
+      value: two,
+      ceiling: bullmq,
+      ratio: ratioOf(two, bullmq),
+      target: `> one worker (${fmt(one)}/s)`,
+    },
+    (v) => (one === null ? null : v > one),
+  );
+  const latency = results.delivery.latency;
+  maxTarget(
+    `submission-to-receipt p99 at ${results.settings.latencyRate} submissions/s`,
+    latency?.receiptMs.p99,
+    100,
+    'ms',
+    latency && latency.received < latency.expected
+      ? `${latency.expected - latency.received} deliveries not received`
+      : null,
+  );
+  maxTarget('api peak RSS', results.memory.apiPeakMb, 250, 'MB');
+  maxTarget('worker peak RSS', results.memory.workerPeakMb, 200, 'MB');
+  return targets;
+}
+
+const verdict = (pass) => (pass === null ? 'not measured' : pass ? 'pass' : '**FAIL**');
+
+const cpuOf = (r, role) => r?.cpuMsPerRequest?.[role] ?? r?.cpuMsPerDelivery?.[role] ?? null;
+
+function httpTable(results) {
+  const nest = results.ceilings.nest;
+  const rows = [
+    '| endpoint | req/s | ratio to bare NestJS | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const row = (label, r, ratio) =>
+    rows.push(
+      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} |`,
+    );
+  if (nest) row('bare NestJS + Express, constant JSON (ceiling)', nest, '100%');
+  for (const r of Object.values(results.http)) row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)));
+  return rows.join('\n');
+}
+
+function deliveryTable(results) {
+  const bullmq = results.ceilings.bullmq;
+  const rows = [
+    '| run | deliveries | seconds | per second | ratio to bare BullMQ | not succeeded | duplicates | worker CPU ms/delivery | Postgres CPU ms/delivery | Redis CPU ms/delivery |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  if (bullmq) {
+    rows.push(
+      `| bare BullMQ, no-op jobs, concurrency ${bullmq.concurrency} (ceiling) | ${fmt(bullmq.jobs)} | ${fmt(bullmq.seconds, 2)} | ${fmt(bullmq.jobsPerSec)} | 100% | - | - | ${fmt(bullmq.cpuMsPerJob, 3)} | - | ${fmt(bullmq.redisCpuMsPerJob, 3)} |`,
+    );
+  }
+  for (const [label, r] of [
+    ['one worker process', results.delivery.oneWorker],
+    ['two worker processes', results.delivery.twoWorkers],
+  ]) {
+    if (!r) continue;
+    const notSucceeded = Object.entries(r.statusCounts)
+      .filter(([status]) => status !== 'succeeded')
+      .reduce((sum, [, n]) => sum + n, 0);
+    rows.push(
+      `| ${label} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)} | ${pct(ratioOf(r.perSec, bullmq?.jobsPerSec))} | ${notSucceeded} | ${r.duplicates} | ${fmt(cpuOf(r, 'worker'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${fmt(cpuOf(r, 'redis'), 3)} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+function latencySection(results) {
+  const l = results.delivery.latency;
+  if (!l) return 'Not measured in this run.';
+  return [
+    `Offered: ${fmt(l.submissions)} submissions in ${fmt(l.offerSeconds, 2)} s (${fmt(l.offeredRate)}/s, each fanning out to 3 webhooks), one worker process, idle queue at the start.`,
+    '',
+    '| figure | p50 ms | p95 ms | p99 ms | max ms | count |',
+    '|---|---:|---:|---:|---:|---:|',
+    `| submission sent -> webhook received | ${fmt(l.receiptMs.p50, 1)} | ${fmt(l.receiptMs.p95, 1)} | ${fmt(l.receiptMs.p99, 1)} | ${fmt(l.receiptMs.max, 1)} | ${fmt(l.received)} of ${fmt(l.expected)} |`,
+    `| POST submission response time | ${fmt(l.responseMs.p50, 1)} | ${fmt(l.responseMs.p95, 1)} | ${fmt(l.responseMs.p99, 1)} | ${fmt(l.responseMs.max, 1)} | ${fmt(l.responses)} (non-200: ${l.failedSubmissions}) |`,
+  ].join('\n');
+}
+
+function memorySection(results) {
+  const m = results.memory;
+  const phases = (role) =>
+    Object.entries(m.sampledByPhase[role] ?? {})
+      .map(([phase, mb]) => `${phase} ${fmt(mb)}`)
+      .join(', ');
+  const lines = [
+    `- api: peak RSS ${fmt(m.apiPeakMb)} MB (kernel VmHWM); sampled every 200 ms, highest per phase: ${phases('api') || 'n/a'}.`,
+    `- worker: peak RSS ${fmt(m.workerPeakMb)} MB (highest VmHWM of the worker processes); sampled: ${phases('worker') || 'n/a'}.`,
+  ];
+  const rows = [];
+  for (const [phase, entry] of Object.entries(m.breakdown ?? {})) {
+    const processes = [['api', entry.api], ...(entry.workers ?? []).map((w, i) => [`worker ${i + 1}`, w])];
+    for (const [name, b] of processes) {
+      if (b)
+        rows.push(
+          `| ${phase} | ${name} | ${fmt(b.rssMb)} | ${fmt(b.heapTotalMb)} | ${fmt(b.heapUsedMb)} | ${fmt(b.externalMb)} |`,
+        );
+    }
+  }
+  if (rows.length > 0) {
+    lines.push(
+      '',
+      "At the end of each phase, from the process's own /metrics (MB):",
+      '',
+      '| phase | process | RSS | V8 heap total | V8 heap used | external |',
+      '|---|---|---:|---:|---:|---:|',
+      ...rows,
+    );
+  }
+  return lines.join('\n');
+}
+
+function targetsTable(targets) {
+  const rows = ['| target | measured | ceiling | ratio | required | result |', '|---|---:|---:|---:|---|---|'];
+  for (const t of targets) {
+    const value = t.value === null || t.value === undefined ? 'n/a' : fmt(t.value, t.value < 100 ? 1 : 0);
+    rows.push(
+      `| ${t.name} | ${value} | ${t.ceiling ? fmt(t.ceiling) : '-'} | ${t.ratio === null ? '-' : pct(t.ratio)} | ${t.target} | ${verdict(t.pass)}${t.invalid ? ` (${t.invalid})` : ''} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+function busyRange(busy = {}) {
+  const values = Object.values(busy).filter((v) => v !== null);
+  if (values.length === 0) return 'n/a';
+  const each = Object.entries(busy).map(([phase, v]) => `${phase} ${pct(v)}`);
+  return `${pct(Math.min(...values))} to ${pct(Math.max(...values))} (${each.join(', ')})`;
+}
+
+/** BENCHMARKS.md: generated by `npm run bench`, so it always shows the last full run. */
+export function renderMarkdown(results) {
+  const { machine, settings } = results;
+  const failed = results.targets.filter((t) => t.pass === false).length;
+  const measured = results.targets.filter((t) => t.pass !== null).length;
+  return `# Benchmarks
+
+Generated by \`npm run bench\` (bench/run.mjs) on ${results.finishedAt}; do not edit by hand, run it again.
+The same figures are in \`bench/results/latest.json\`.
+
+**${measured - failed} of ${measured} targets pass${failed ? `, ${failed} fail` : ''}.**
+
+## Machine and run
+
+| | |
+|---|---|
+| CPU | ${machine.cpuModel}, ${machine.cpus} cores |
+| RAM | ${fmt(machine.ramGb, 1)} GB |
+| OS | ${machine.os} |
+| Node | ${machine.node} |
+| Postgres | ${machine.postgres} |
+| Redis | ${machine.redis} |
+| load average (1 min) before / after | ${fmt(machine.loadBefore, 2)} / ${fmt(machine.loadAfter, 2)} |
+| machine CPU busy in the second before each phase (bench idle) | ${busyRange(machine.busyBefore)} |
+| code | ${results.code.commit}${results.code.dirty ? ' (work tree had uncommitted changes under src/)' : ''} |
+| command | \`${results.command}\` |
+| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (50)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel} |
+
+Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=production, in-process
+worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator
+(autocannon, in the bench process) and the webhook receiver (a keep-alive Node HTTP server in the
+bench process that answers 200 at once). The ceilings run on the same machine in the same run:
+a bare NestJS + Express app answering a constant JSON body (bench/ceiling-nest.mjs), and a bare
+BullMQ queue whose one Worker (same concurrency as our worker) processes no-op jobs
+(bench/ceiling-bullmq.mjs). A busy machine (load average well above 0 before the run) makes
+every figure, ceilings included, lower and noisier.
+
+## Targets
+
+${targetsTable(results.targets)}
+
+## HTTP API
+
+Data set: one workspace, 50 calculators, 20 webhooks each bound to 3 calculators (6 calculators
+have exactly 3 webhooks; submissions go to those, so each creates 3 deliveries). No worker runs
+during the HTTP runs. POST /webhooks is measured as POST then DELETE of the created webhook on each
+connection, so the active count stays at 20; its req/s counts both requests.
+CPU ms/req is the CPU time the api process (and the Postgres backends serving the bench
+database) used in the measured run divided by the requests answered; the CPU-cost ratio is the
+ceiling's api CPU per request over the endpoint's, i.e. the req/s ratio the endpoint would reach
+if the api process's own CPU were the only limit. Unlike req/s, CPU per request hardly depends on
+what else the machine is doing.
+
+${httpTable(results)}
+
+## Delivery
+
+${fmt(settings.deliveries)} deliveries are created through the API with no worker running (the
+backlog of the HTTP runs is cleared first), then the worker processes start. Throughput is
+deliveries divided by the time from the first request the receiver got to the moment Postgres
+shows none pending (every attempt recorded).
+
+${deliveryTable(results)}
+
+### Submission-to-receipt latency
+
+${latencySection(results)}
+
+## Memory
+
+${memorySection(results)}
+
+## How to run and profile
+
+- \`npm run bench\` (Postgres and Redis on their local default ports, or \`BENCH_PG_URL\`, \`REDIS_URL\`).
+  It builds if needed, creates a database \`cw_bench_<id>\` and a queue prefix of its own, and drops
+  both at the end. Overrides: \`BENCH_DURATION\`, \`BENCH_WARMUP\`, \`BENCH_CONNECTIONS\`,
+  \`BENCH_DELIVERIES\`, \`BENCH_LATENCY_RATE\`, \`BENCH_LATENCY_DURATION\`,
+  \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_MAX_IN_FLIGHT\`, \`BENCH_LOG_LEVEL\`, \`BENCH_RATE_LIMIT_PER_MINUTE\`
+  (default 1,000,000: the limiter's Redis round trip stays in every request, but it never refuses),
+  \`BENCH_WAIT_QUIET=<s>\` (wait up to that long for the machine to be under 25% busy before starting),
+  \`BENCH_NODE_OPTIONS\` (NODE_OPTIONS for the api, the workers and the NestJS ceiling).
+- \`BENCH_ONLY=webhooks-list,submissions\` runs only those phases (keys: ${results.phaseKeys.join(', ')});
+  a partial run writes \`bench/results/partial-<time>.json\` and leaves this file alone.
+- \`BENCH_PROFILE=1\` starts the api and the workers with \`--cpu-prof\`; profiles land in
+  \`bench/results/profiles/<time>/\`; \`node bench/profile-summary.mjs <file.cpuprofile>\` lists the
+  top self-time functions and packages. Profiled runs never overwrite this file.
+`;
+}

@@ -1,0 +1,781 @@
+// `npm run bench`: the benchmark of issue 6, end to end. Builds if needed, starts the built api against a
+// database and queue prefix of its own, measures the API, the ceilings and delivery, writes
+// bench/results/latest.json and BENCHMARKS.md, and always stops its processes and drops its database.
+import { createId } from '@paralleldrive/cuid2';
+import { Redis } from 'ioredis';
+import { Queue } from 'bullmq';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { Pool, request } from 'undici';
+import { measure } from './lib/http-bench.mjs';
+import {
+  CpuProbe,
+  freePort,
+  machineBusy,
+  procCpuMs,
+  RssSampler,
+  spawnNode,
+  stopAll,
+  stopProcess,
+  waitForHttp,
+} from './lib/processes.mjs';
+import { BenchReceiver } from './lib/receiver.mjs';
+import { evaluateTargets, renderMarkdown } from './lib/report.mjs';
+
+const int = (name, fallback) => {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
+  return Number(value);
+};
+
+const settings = {
+  connections: int('BENCH_CONNECTIONS', 50),
+  warmupSec: int('BENCH_WARMUP', 3),
+  durationSec: int('BENCH_DURATION', 10),
+  deliveries: int('BENCH_DELIVERIES', 20_000),
+  latencyRate: int('BENCH_LATENCY_RATE', 300),
+  latencyDurationSec: int('BENCH_LATENCY_DURATION', 10),
+  workerConcurrency: int('BENCH_WORKER_CONCURRENCY', null), // null: the service's default (50)
+  maxInFlightPerDestination: int('BENCH_MAX_IN_FLIGHT', 1000),
+  logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  rateLimitPerMinute: int('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
+  profile: process.env.BENCH_PROFILE === '1',
+  /** Wait up to this many seconds for the machine to be quiet (< 25% CPU busy over 5 s) before starting. */
+  waitQuietSec: int('BENCH_WAIT_QUIET', 0),
+  /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike (e.g. --max-old-space-size=160). */
+  nodeOptions: process.env.BENCH_NODE_OPTIONS || '',
+};
+const PG_URL = (process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+const PHASE_KEYS = [
+  'ceiling-nest',
+  'ceiling-bullmq',
+  'me',
+  'webhooks-list',
+  'calculators',
+  'webhook-get',
+  'webhook-create',
+  'submissions',
+  'delivery-1',
+  'latency',
+  'delivery-2',
+];
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+for (const key of only ?? []) {
+  if (!PHASE_KEYS.includes(key)) throw new Error(`BENCH_ONLY: unknown phase "${key}"; known: ${PHASE_KEYS.join(', ')}`);
+}
+const runs = (key) => !only || only.has(key);
+
+const HOT_CALCULATORS = 6; // each bound to exactly 3 webhooks: a submission to one creates 3 deliveries
+const WEBHOOKS = 20;
+const CALCULATORS = 50;
+const FANOUT = 3;
+const CREATE_CONCURRENCY = 32;
+const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
+
+const id = Date.now().toString(36);
+const dbName = `cw_bench_${id}`;
+const queuePrefix = `cwbench_${id}`;
+const ceilingPrefix = `cwbenchceil_${id}`;
+const profileDir = `bench/results/profiles/${id}`;
+const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+const cleanups = [];
+const receiver = new BenchReceiver();
+const sampler = new RssSampler(200);
+let db; // pg client on the bench database
+let apiProcess;
+let redisPid = null; // redis-server's pid, for its CPU time (when it runs on this machine)
+let apiUrl;
+let apiKey;
+
+function productEnv(extra) {
+  return {
+    NODE_ENV: 'production',
+    DATABASE_URL: `${PG_URL}/${dbName}`,
+    REDIS_URL,
+    QUEUE_PREFIX: queuePrefix,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receiver is local
+    SEED_DEMO: 'false',
+    LOG_LEVEL: settings.logLevel,
+    METRICS_PORT: '0',
+    // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
+    RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
+    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination),
+    ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
+    ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
+    ...extra,
+  };
+}
+
+const profileFlags = (role) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${role}`] : []);
+
+async function api(method, path, body) {
+  const response = await request(`${apiUrl}${path}`, {
+    method,
+    headers: { 'x-ac-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.body.text();
+  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Postgres backend processes serving the bench database (not this script's own connection). */
+const postgresBackends = async () =>
+  (
+    await db.query('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName])
+  ).rows.map((r) => r.pid);
+
+// ---------------------------------------------------------------------------------------------- setup
+
+async function createDatabase() {
+  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  cleanups.push(async () => {
+    const client = new pg.Client({ connectionString: `${PG_URL}/postgres` });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await client.end();
+    log(`dropped database ${dbName}`);
+  });
+}
+
+async function deleteRedisKeys() {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  for (const prefix of [queuePrefix, ceilingPrefix]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  redis.disconnect();
+}
+
+async function startApi() {
+  const port = await freePort();
+  const handle = spawnNode(
+    'api',
+    'dist/main.js',
+    productEnv({ PORT: String(port), WORKER_ENABLED: 'false' }),
+    profileFlags('api'),
+  );
+  sampler.track('api', handle);
+  apiUrl = `http://127.0.0.1:${port}`;
+  await waitForHttp(handle, `${apiUrl}/healthz`);
+  apiProcess = handle;
+}
+
+/** One workspace (through the CLI), 50 calculators (SQL: the CLI makes one per process), 20 webhooks (API). */
+async function prepareDataset() {
+  const out = execFileSync(process.execPath, ['dist/cli.js', 'workspace:create', '--name', 'bench', '--json'], {
+    env: { PATH: process.env.PATH, ...productEnv({}) },
+    encoding: 'utf8',
+  });
+  const { workspace, apiKey: key } = JSON.parse(out);
+  apiKey = key;
+  const calculators = Array.from({ length: CALCULATORS }, () => createId());
+  const base = Date.now() - 60_000;
+  await db.query(
+    `INSERT INTO calculators (id, workspace_id, folder_id, name, status, created_at, updated_at)
+     SELECT c.id, $1, $2, 'Calculator ' || c.n, 'published', to_timestamp(($3 + c.n) / 1000.0), to_timestamp(($3 + c.n) / 1000.0)
+     FROM unnest($4::varchar[]) WITH ORDINALITY AS c(id, n)`,
+    [workspace.id, createId(), base, calculators],
+  );
+  const hot = calculators.slice(0, HOT_CALCULATORS);
+  const cold = calculators.slice(HOT_CALCULATORS);
+  let next = 0;
+  const webhooks = [];
+  for (let i = 0; i < WEBHOOKS; i += 1) {
+    const hotOne = i < HOT_CALCULATORS * FANOUT ? [hot[Math.floor(i / FANOUT)]] : [];
+    const bound = [...hotOne];
+    while (bound.length < FANOUT) bound.push(cold[next++]);
+    const { data } = await api('POST', '/api/v1/webhooks', {
+      url: `${receiver.url}/hook/${i}`,
+      name: `bench ${i}`,
+      calculators: bound,
+    });
+    webhooks.push(data.id);
+  }
+  await db.query('ANALYZE');
+  return { workspaceId: workspace.id, calculators, hot, spare: cold.slice(next, next + FANOUT), webhooks };
+}
+
+/**
+ * Removes webhooks a POST/DELETE run left behind (a POST answered after autocannon stopped). Requests
+ * autocannon abandoned may still be running in the api, so wait first, and a 404 means one did the job.
+ */
+async function restoreWebhooks(dataset) {
+  await sleep(1000);
+  const { data } = await api('GET', '/api/v1/webhooks');
+  const keep = new Set(dataset.webhooks);
+  const strays = data.filter((w) => !keep.has(w.id));
+  for (const w of strays) {
+    await api('DELETE', `/api/v1/webhooks/${w.id}`).catch((error) => {
+      if (!/: 404 /.test(error.message)) throw error;
+    });
+  }
+  return strays.length;
+}
+
+// ---------------------------------------------------------------------------------------------- ceilings
+
+async function measureNestCeiling() {
+  const port = await freePort();
+  const handle = spawnNode('ceiling-nest', 'bench/ceiling-nest.mjs', {
+    NODE_ENV: 'production',
+    PORT: String(port),
+    ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
+  });
+  const url = `http://127.0.0.1:${port}/api/v1/constant`;
+  await waitForHttp(handle, url);
+  const result = await measure({ url }, settings, new CpuProbe(async () => ({ api: [handle.pid] })));
+  return { label: 'bare NestJS + Express', ...result, peakRssMb: await stopProcess(handle) };
+}
+
+async function measureBullmqCeiling() {
+  const handle = spawnNode(
+    'ceiling-bullmq',
+    'bench/ceiling-bullmq.mjs',
+    {
+      REDIS_URL,
+      QUEUE_PREFIX: ceilingPrefix,
+      JOBS: String(settings.deliveries),
+      CONCURRENCY: String(settings.workerConcurrency ?? 50),
+      REDIS_PID: String(redisPid ?? ''),
+    },
+    [],
+    { expectExit: true },
+  );
+  const { code } = await handle.exited;
+  if (code !== 0) throw new Error(`BullMQ ceiling failed:\n${handle.output()}`);
+  return JSON.parse(handle.output().trim().split('\n').at(-1));
+}
+
+// ---------------------------------------------------------------------------------------------- HTTP API
+
+function httpCases(dataset) {
+  const headers = { 'x-ac-api-key': apiKey };
+  const jsonHeaders = { ...headers, 'content-type': 'application/json' };
+  let submission = 0;
+  return [
+    { key: 'me', label: 'GET /me', options: { url: `${apiUrl}/api/v1/me`, headers } },
+    { key: 'webhooks-list', label: 'GET /webhooks', options: { url: `${apiUrl}/api/v1/webhooks`, headers } },
+    {
+      key: 'calculators',
+      label: 'GET /calculators?limit=50',
+      options: { url: `${apiUrl}/api/v1/calculators?limit=50`, headers },
+    },
+    {
+      key: 'webhook-get',
+      label: 'GET /webhooks/{id}',
+      options: { url: `${apiUrl}/api/v1/webhooks/${dataset.webhooks[0]}`, headers },
+    },
+    {
+      key: 'webhook-create',
+      label: 'POST /webhooks + DELETE it (req/s of both)',
+      restore: true,
+      options: {
+        url: apiUrl,
+        requests: [
+          {
+            method: 'POST',
+            path: '/api/v1/webhooks',
+            headers: jsonHeaders,
+            body: JSON.stringify({
+              url: `${receiver.url}/hook/extra`,
+              name: 'bench extra',
+              calculators: dataset.spare,
+            }),
+            onResponse: (status, body, context) => {
+              if (status === 201 || status === 200) context.webhookId = JSON.parse(body).data.id;
+            },
+          },
+          {
+            method: 'DELETE',
+            headers,
+            // No id (the POST failed): start the sequence again with a POST.
+            setupRequest: (req, context) =>
+              context.webhookId ? { ...req, path: `/api/v1/webhooks/${context.webhookId}` } : null,
+          },
+        ],
+      },
+    },
+    {
+      key: 'submissions',
+      label: `POST submissions (${FANOUT} deliveries each)`,
+      options: {
+        url: apiUrl,
+        requests: [
+          {
+            method: 'POST',
+            headers: jsonHeaders,
+            body: JSON.stringify(SUBMISSION_BODY),
+            setupRequest: (req) => ({
+              ...req,
+              path: `/api/v1/calculators/${dataset.hot[submission++ % dataset.hot.length]}/submissions`,
+            }),
+          },
+        ],
+      },
+    },
+  ];
+}
+
+/** Cancels the deliveries the HTTP runs left pending and empties the queue, so delivery phases start clean. */
+async function clearBacklog() {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), updated_at = now()
+     WHERE status = 'pending'`,
+  );
+  // Queue name: DELIVERY_QUEUE in src/delivery/delivery-queue.ts.
+  const queue = new Queue('deliveries', { connection: { url: REDIS_URL }, prefix: queuePrefix });
+  await queue.obliterate({ force: true });
+  await queue.close();
+  return rowCount;
+}
+
+// ---------------------------------------------------------------------------------------------- delivery
+
+const countPending = async () =>
+  Number((await db.query(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)).rows[0].n);
+
+/** Creates `count` submissions to the hot calculators through the API, CREATE_CONCURRENCY at a time. */
+async function createSubmissions(dataset, count) {
+  const pool = new Pool(apiUrl, { connections: CREATE_CONCURRENCY });
+  let next = 0;
+  const one = async () => {
+    while (next < count) {
+      const i = next++;
+      const response = await pool.request({
+        method: 'POST',
+        path: `/api/v1/calculators/${dataset.hot[i % dataset.hot.length]}/submissions`,
+        headers: { 'x-ac-api-key': apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify(SUBMISSION_BODY),
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`submission ${i}: ${response.statusCode} ${text}`);
+    }
+  };
+  await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, one));
+  await pool.close();
+}
+
+async function spawnWorker(n) {
+  const port = await freePort();
+  const env = productEnv({ METRICS_PORT: String(port) });
+  const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, profileFlags('worker'));
+  handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  sampler.track('worker', handle);
+  return handle;
+}
+
+const MEMORY_METRICS = {
+  rssMb: 'process_resident_memory_bytes',
+  heapTotalMb: 'nodejs_heap_size_total_bytes',
+  heapUsedMb: 'nodejs_heap_size_used_bytes',
+  externalMb: 'nodejs_external_memory_bytes',
+};
+
+/** RSS against V8 heap and external memory, from the process's own /metrics (null if unreachable). */
+async function memoryBreakdown(metricsUrl) {
+  try {
+    const response = await request(metricsUrl);
+    const text = await response.body.text();
+    return Object.fromEntries(
+      Object.entries(MEMORY_METRICS).map(([key, metric]) => {
+        const match = new RegExp(`^${metric}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text);
+        return [key, match ? Math.round(Number(match[1]) / 1024 / 102.4) / 10 : null];
+      }),
+    );
+  } catch {
+    return null;
+  }
+}
+
+/** Waits until the receiver has `expected` distinct deliveries (calling `onFirst` at the first); fails if it stalls for 30 s. */
+async function waitForReceipts(expected, workers, onFirst) {
+  let seen = -1;
+  let since = performance.now();
+  let first = true;
+  while (receiver.unique < expected) {
+    if (first && receiver.unique > 0) {
+      first = false;
+      await onFirst();
+    }
+    for (const w of workers) {
+      if (w.child.exitCode !== null) throw new Error(`${w.name} exited during the run:\n${w.output()}`);
+    }
+    if (receiver.unique !== seen) {
+      seen = receiver.unique;
+      since = performance.now();
+    } else if (performance.now() - since > 30_000) {
+      throw new Error(`delivery stalled at ${seen} of ${expected}:\n${workers.map((w) => w.output()).join('\n')}`);
+    }
+    await sleep(20);
+  }
+}
+
+/** Deliveries/s of `workerCount` worker processes draining `settings.deliveries` deliveries. */
+async function deliveryThroughput(dataset, workerCount) {
+  const submissions = Math.ceil(settings.deliveries / FANOUT);
+  const phaseStart = new Date();
+  log(`creating ${submissions} submissions (${submissions * FANOUT} deliveries), no worker running`);
+  await createSubmissions(dataset, submissions);
+  const expected = await countPending();
+  if (expected !== submissions * FANOUT) throw new Error(`expected ${submissions * FANOUT} pending, found ${expected}`);
+  receiver.reset();
+  results.machine.busyBefore[`delivery-${workerCount}`] = await machineBusy();
+  log(`starting ${workerCount} worker process(es)`);
+  const workers = await Promise.all(Array.from({ length: workerCount }, (_, i) => spawnWorker(i + 1)));
+  // From the first receipt on, so the workers' start-up is not counted.
+  const cpu = new CpuProbe(async () => ({
+    worker: workers.map((w) => w.pid),
+    postgres: await postgresBackends(),
+    redis: redisPid ? [redisPid] : [],
+  }));
+  let cpuBefore;
+  await waitForReceipts(expected, workers, async () => (cpuBefore = await cpu.snapshot()));
+  while ((await countPending()) > 0) await sleep(50);
+  const doneAt = performance.now();
+  results.memory.breakdown[`delivery-${workerCount}`] = {
+    workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),
+  };
+  const cpuUsed = cpu.since(cpuBefore, await cpu.snapshot());
+  const { rows } = await db.query(
+    `SELECT status, count(*)::int AS n FROM deliveries WHERE created_at >= $1 GROUP BY status`,
+    [phaseStart],
+  );
+  const seconds = (doneAt - receiver.firstAt) / 1000;
+  return {
+    workers,
+    result: {
+      workerProcesses: workerCount,
+      deliveries: expected,
+      seconds,
+      perSec: expected / seconds,
+      receiverWindowPerSec: expected / ((receiver.lastAt - receiver.firstAt) / 1000),
+      duplicates: receiver.duplicates,
+      statusCounts: Object.fromEntries(rows.map((r) => [r.status, r.n])),
+      cpuMsPerDelivery: Object.fromEntries(Object.entries(cpuUsed).map(([role, ms]) => [role, ms / expected])),
+    },
+  };
+}
+
+function percentiles(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] : null);
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted.at(-1) ?? null };
+}
+
+/** Offers `latencyRate` submissions/s on a fixed schedule (not waiting for answers) and times each receipt. */
+async function submissionLatency(dataset) {
+  const total = settings.latencyRate * settings.latencyDurationSec;
+  const sentAt = new Array(total);
+  const receipts = [];
+  const responses = [];
+  let failed = 0;
+  const failures = {};
+  const fail = (reason) => {
+    failed += 1;
+    failures[reason] = (failures[reason] ?? 0) + 1;
+  };
+  receiver.reset();
+  receiver.onPayload = (payload, at) => {
+    const seq = payload?.data?.data?.benchSeq;
+    if (Number.isInteger(seq) && sentAt[seq] !== undefined) receipts.push(at - sentAt[seq]);
+  };
+  const pool = new Pool(apiUrl, { connections: 64 });
+  const inflight = [];
+  const send = (seq) => {
+    const started = performance.now();
+    sentAt[seq] = started;
+    const body = { ...SUBMISSION_BODY, data: { ...SUBMISSION_BODY.data, benchSeq: seq } };
+    inflight.push(
+      pool
+        .request({
+          method: 'POST',
+          path: `/api/v1/calculators/${dataset.hot[seq % dataset.hot.length]}/submissions`,
+          headers: { 'x-ac-api-key': apiKey, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        .then(async (response) => {
+          await response.body.dump();
+          responses.push(performance.now() - started);
+          if (response.statusCode !== 200) fail(String(response.statusCode));
+        })
+        .catch((error) => fail(error.code ?? error.message)),
+    );
+  };
+  const t0 = performance.now();
+  let sent = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - t0) * settings.latencyRate) / 1000) + 1);
+    while (sent < due) send(sent++);
+    await sleep(1);
+  }
+  const offerSeconds = (performance.now() - t0) / 1000;
+  await Promise.all(inflight);
+  const expected = (total - failed) * FANOUT;
+  const deadline = performance.now() + 60_000;
+  while (receipts.length < expected && performance.now() < deadline) await sleep(20);
+  receiver.onPayload = null;
+  await pool.close();
+  return {
+    submissions: total,
+    offerSeconds,
+    offeredRate: total / offerSeconds,
+    failedSubmissions: failed,
+    failures,
+    expected,
+    received: receipts.length,
+    duplicates: receiver.duplicates,
+    receiptMs: percentiles(receipts),
+    responses: responses.length,
+    responseMs: percentiles(responses),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------- run
+
+function machineInfo() {
+  return {
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    cpus: os.availableParallelism(),
+    ramGb: os.totalmem() / 1024 ** 3,
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    loadBefore: os.loadavg()[0],
+    /** Share of the machine's CPU busy in the second before each phase, while the bench itself is idle. */
+    busyBefore: {},
+  };
+}
+
+function codeInfo() {
+  const git = (...args) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    return { commit: git('rev-parse', '--short', 'HEAD'), dirty: git('status', '--porcelain', 'src').length > 0 };
+  } catch {
+    return { commit: 'unknown', dirty: false };
+  }
+}
+
+function commandLine() {
+  const overrides = Object.keys(process.env)
+    .filter((k) => k.startsWith('BENCH_') || k === 'REDIS_URL')
+    .sort()
+    .map((k) => `${k}=${process.env[k]}`);
+  return [...overrides, 'npm run bench'].join(' ');
+}
+
+let results; // module-level, so a failed run can still write what it measured
+
+async function waitForQuiet() {
+  const deadline = Date.now() + settings.waitQuietSec * 1000;
+  for (;;) {
+    const busy = await machineBusy(5000);
+    if (busy < 0.25) return;
+    if (Date.now() > deadline) {
+      log(`machine still ${(busy * 100).toFixed(0)}% busy after ${settings.waitQuietSec} s; measuring anyway`);
+      return;
+    }
+    log(`machine ${(busy * 100).toFixed(0)}% busy; waiting for it to be quiet`);
+  }
+}
+
+async function main() {
+  execFileSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
+  if (settings.waitQuietSec > 0) await waitForQuiet();
+  results = {
+    startedAt: new Date().toISOString(),
+    command: commandLine(),
+    code: codeInfo(),
+    machine: machineInfo(),
+    settings: { ...settings, phases: only ? [...only] : 'all' },
+    phaseKeys: PHASE_KEYS,
+    ceilings: {},
+    http: {},
+    delivery: {},
+    memory: { breakdown: {} },
+  };
+  cleanups.push(deleteRedisKeys);
+  await createDatabase();
+  db = new pg.Client({ connectionString: `${PG_URL}/${dbName}` });
+  await receiver.listen();
+  cleanups.push(() => receiver.close());
+
+  log(`starting the api (database ${dbName}, queue prefix ${queuePrefix})`);
+  await startApi();
+  await db.connect();
+  cleanups.push(() => db.end());
+  const [{ server_version: postgres }] = (await db.query('SHOW server_version')).rows;
+  const redis = new Redis(REDIS_URL);
+  const redisInfo = await redis.info('server');
+  const redisVersion = /redis_version:(\S+)/.exec(redisInfo)?.[1];
+  const pid = Number(/process_id:(\d+)/.exec(redisInfo)?.[1]);
+  if (pid && procCpuMs(pid) !== null) redisPid = pid;
+  redis.disconnect();
+  Object.assign(results.machine, { postgres, redis: redisVersion });
+  const dataset = await prepareDataset();
+  log(`data set ready: ${dataset.calculators.length} calculators, ${dataset.webhooks.length} webhooks`);
+  results.memory.breakdown.setup = { api: await memoryBreakdown(`${apiUrl}/metrics`) };
+
+  sampler.phase = 'ceilings';
+  if (runs('ceiling-nest')) {
+    log('ceiling: bare NestJS');
+    results.machine.busyBefore['ceiling-nest'] = await machineBusy();
+    results.ceilings.nest = await measureNestCeiling();
+  }
+  if (runs('ceiling-bullmq')) {
+    log('ceiling: bare BullMQ');
+    results.machine.busyBefore['ceiling-bullmq'] = await machineBusy();
+    results.ceilings.bullmq = await measureBullmqCeiling();
+  }
+
+  for (const c of httpCases(dataset)) {
+    if (!runs(c.key)) continue;
+    sampler.phase = c.key;
+    log(c.label);
+    results.machine.busyBefore[c.key] = await machineBusy();
+    const opts = { ...settings };
+    if (c.restore) {
+      await measure(c.options, { ...opts, durationSec: opts.warmupSec, warmupSec: 0 });
+      await restoreWebhooks(dataset);
+      opts.warmupSec = 0;
+    }
+    const cpu = new CpuProbe(async () => ({
+      api: [apiProcess.pid],
+      postgres: await postgresBackends(),
+      redis: redisPid ? [redisPid] : [],
+    }));
+    results.http[c.key] = { label: c.label, ...(await measure(c.options, opts, cpu)) };
+    if (c.restore) results.http[c.key].strayWebhooksRemoved = await restoreWebhooks(dataset);
+    results.memory.breakdown[c.key] = { api: await memoryBreakdown(`${apiUrl}/metrics`) };
+    await sleep(500);
+  }
+
+  if (runs('delivery-1') || runs('latency') || runs('delivery-2')) {
+    sampler.phase = 'clear-backlog';
+    await sleep(2000); // requests autocannon abandoned at its end may still be running in the api
+    log(`cleared ${await clearBacklog()} pending deliveries left by the HTTP runs`);
+    let workers = [];
+    const workerPeaks = [];
+    const stopWorkers = async () => {
+      for (const w of workers) workerPeaks.push(await stopProcess(w));
+      workers = [];
+    };
+    if (runs('delivery-1') || runs('latency')) {
+      sampler.phase = 'delivery-1';
+      if (runs('delivery-1')) {
+        const run = await deliveryThroughput(dataset, 1);
+        workers = run.workers;
+        results.delivery.oneWorker = run.result;
+      } else {
+        workers = [await spawnWorker(1)];
+        await sleep(3000);
+      }
+      if (runs('latency')) {
+        sampler.phase = 'latency';
+        results.machine.busyBefore.latency = await machineBusy();
+        log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
+        results.delivery.latency = await submissionLatency(dataset);
+        results.memory.breakdown.latency = {
+          api: await memoryBreakdown(`${apiUrl}/metrics`),
+          workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),
+        };
+      }
+      await stopWorkers();
+    }
+    if (runs('delivery-2')) {
+      sampler.phase = 'delivery-2';
+      const run = await deliveryThroughput(dataset, 2);
+      workers = run.workers;
+      results.delivery.twoWorkers = run.result;
+      await stopWorkers();
+    }
+    const peaks = workerPeaks.filter((mb) => mb !== null);
+    results.memory.workerPeakMb = peaks.length ? Math.max(...peaks) : null;
+  }
+
+  sampler.stop();
+  results.memory.apiPeakMb = await stopProcess(apiProcess);
+  results.memory.sampledByPhase = Object.fromEntries(
+    Object.entries(sampler.max).map(([role, entry]) => [role, entry.byPhase]),
+  );
+  results.machine.loadAfter = os.loadavg()[0];
+  results.finishedAt = new Date().toISOString();
+  results.targets = evaluateTargets(results);
+  return results;
+}
+
+function writeResults(results) {
+  mkdirSync('bench/results', { recursive: true });
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  if (only || settings.profile) {
+    const path = `bench/results/partial-${id}.json`;
+    writeFileSync(path, json);
+    log(`partial or profiled run: wrote ${path} (latest.json and BENCHMARKS.md untouched)`);
+    if (settings.profile) log(`profiles in ${profileDir}/; summarise with node bench/profile-summary.mjs <file>`);
+  } else {
+    writeFileSync('bench/results/latest.json', json);
+    writeFileSync('BENCHMARKS.md', renderMarkdown(results));
+    log('wrote bench/results/latest.json and BENCHMARKS.md');
+  }
+  for (const t of results.targets) {
+    const verdict = t.pass === null ? 'n/a ' : t.pass ? 'pass' : 'FAIL';
+    const ratio = t.ratio === null ? '' : ` (${(t.ratio * 100).toFixed(1)}% of ceiling)`;
+    log(
+      `${verdict}  ${t.name}: ${t.value === null || t.value === undefined ? 'n/a' : t.value.toFixed(1)}${ratio}; ${t.target}`,
+    );
+  }
+}
+
+async function cleanup() {
+  sampler.stop();
+  await stopAll();
+  for (const step of cleanups.reverse()) {
+    try {
+      await step();
+    } catch (error) {
+      log(`cleanup step failed: ${error.message}`);
+    }
+  }
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: stopping and cleaning up`);
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+try {
+  writeResults(await main());
+  await cleanup();
+} catch (error) {
+  log(`failed: ${error.stack ?? error.message}`);
+  if (results) {
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync(
+      `bench/results/failed-${id}.json`,
+      `${JSON.stringify({ error: error.message, ...results }, null, 2)}\n`,
+    );
+    log(`what was measured before the failure: bench/results/failed-${id}.json`);
+  }
+  await cleanup();
+  process.exitCode = 1;
+}
