@@ -1,0 +1,48 @@
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('works with no environment at all: local Postgres and Redis on their standard ports', () => {
+    const config = loadConfig({});
+    expect(config.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/calc_webhooks');
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(config.env).toBe('development');
+    expect(config.seedDemo).toBe(true);
+    expect(config.allowPrivateTargets).toBe(true);
+    expect(config.retryScheduleMs).toEqual([5000, 300000, 1800000, 7200000, 18000000, 36000000, 36000000]);
+  });
+
+  it('turns the SSRF guard on and the demo seed off in production by default', () => {
+    const config = loadConfig({ NODE_ENV: 'production' });
+    expect(config.allowPrivateTargets).toBe(false);
+    expect(config.seedDemo).toBe(false);
+  });
+
+  it('parses the retry schedule units', () => {
+    expect(loadConfig({ DELIVERY_RETRY_SCHEDULE: '100ms, 2s,3m,1h,7' }).retryScheduleMs).toEqual([
+      100, 2000, 180000, 3600000, 7,
+    ]);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://localhost/x'],
+    ['REDIS_URL', 'localhost:6379'],
+    ['NODE_ENV', 'staging'],
+    ['WORKER_ENABLED', 'yes'],
+    ['WORKER_CONCURRENCY', '0'],
+    ['DELIVERY_TIMEOUT_MS', '1.5'],
+    ['DELIVERY_RETRY_SCHEDULE', '5 seconds'],
+    ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'maybe'],
+    ['SEED_DEMO', '1'],
+    ['LOG_LEVEL', 'verbose'],
+    ['QUEUE_PREFIX', 'has space'],
+  ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('names every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+  });
+});
