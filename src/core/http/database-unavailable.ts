@@ -1,4 +1,7 @@
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+// Postgres SQLSTATEs: 53300 too many connections, 57P01 admin shutdown, 57P03 cannot connect now
+// (starting up or shutting down); class 08 is every connection exception.
+const UNAVAILABLE_SQLSTATES = new Set(['53300', '57P01', '57P03']);
 const CONNECTION_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
@@ -10,7 +13,7 @@ const CONNECTION_MESSAGES = [
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
-  if (code && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P03')) {
+  if (code && (CONNECTION_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
     return true;
   }
   return CONNECTION_MESSAGES.some((m) => error.message.includes(m));
