@@ -18,8 +18,16 @@ export class RetryLaterError extends Error {
 
 // Postgres or Redis trouble (not a receiver's answer): try the same attempt again shortly.
 const INFRASTRUCTURE_RETRY_MS = 5_000;
-// A job over its destination's in-flight cap looks again after 250-500 ms.
+// A job over its destination's in-flight cap looks again after 250-375 ms, doubling with each wait up
+// to 5 s: a dead receiver's backlog of thousands would otherwise poll Redis thousands of times a second.
 const CAPPED_WAIT_MS = 250;
+const CAPPED_WAIT_MAX_MS = 5_000;
+
+/** Delay before a job over the cap looks again, after it has waited `waits` times already. */
+export function cappedWaitMs(waits: number, random: () => number = Math.random): number {
+  const base = Math.min(CAPPED_WAIT_MS * 2 ** Math.min(waits, 16), CAPPED_WAIT_MAX_MS);
+  return base + Math.floor(random() * (base / 2));
+}
 
 export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
   error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
@@ -57,8 +65,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const { deliveryId, trigger, destination } = job.data;
     const capped = this.limiter.enabled && destination !== undefined;
     if (capped && !(await this.limiter.acquire(destination, deliveryId))) {
-      // Over the destination's cap: wait without spending an attempt.
-      await job.moveToDelayed(Date.now() + CAPPED_WAIT_MS + Math.floor(Math.random() * CAPPED_WAIT_MS), token);
+      // Over the destination's cap: wait without spending an attempt. Every start that was not an
+      // attempt (attemptsMade counts those) was a wait.
+      const waits = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+      await job.moveToDelayed(Date.now() + cappedWaitMs(waits), token);
       throw new DelayedError();
     }
     try {
