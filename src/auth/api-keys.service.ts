@@ -1,13 +1,31 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, Repository, type EntityManager } from 'typeorm';
+import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { newId } from '../core/ids.js';
-import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-key.js';
+import { ApiKeyCache, type CachedKey } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
 
 // last_used_at is a hint for operators, so it is written at most once a minute per key.
 const LAST_USED_RESOLUTION_MS = 60_000;
+
+const FIND_ACTIVE_KEY = prepared(
+  'api_keys_authenticate',
+  `SELECT k.id AS key_id, k.last_used_at, w.id, w.name, w.created_at, w.updated_at
+   FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
+   WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+);
+
+interface ActiveKeyRow {
+  key_id: string;
+  last_used_at: Date | null;
+  id: string;
+  name: string;
+  created_at: Date;
+  updated_at: Date;
+}
 
 export interface IssuedApiKey {
   key: string;
@@ -16,7 +34,10 @@ export interface IssuedApiKey {
 
 @Injectable()
 export class ApiKeysService {
-  constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {}
+  constructor(
+    @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
+    private readonly cache: ApiKeyCache,
+  ) {}
 
   /** Issues a new key; the full key is returned once and only its hash is stored. */
   async issue(workspaceId: string, manager: EntityManager = this.keys.manager): Promise<IssuedApiKey> {
@@ -54,25 +75,37 @@ export class ApiKeysService {
     if (!key) return null;
     key.revokedAt = new Date();
     await this.keys.update({ id: key.id }, { revokedAt: key.revokedAt });
+    // Other processes hear of it from the database trigger (NOTIFY); this one needs no round trip.
+    this.cache.evict(key.keyHash);
     return key;
   }
 
   /** The workspace a presented key belongs to, or null for an unknown or revoked key. */
   async authenticate(presented: string): Promise<WorkspaceEntity | null> {
     if (!looksLikeApiKey(presented)) return null;
-    const row = await this.keys
-      .createQueryBuilder('k')
-      .innerJoinAndMapOne('k.workspace', WorkspaceEntity, 'w', 'w.id = k.workspace_id')
-      .where('k.key_hash = :hash AND k.revoked_at IS NULL', { hash: hashApiKey(presented) })
-      .getOne();
+    const hash = hashApiKey(presented);
+    const cached = this.cache.get(hash);
+    if (cached) {
+      this.touch(cached);
+      return cached.workspace;
+    }
+    const stamp = this.cache.stamp;
+    const [row] = await queryPrepared<ActiveKeyRow>(this.keys.manager.connection, FIND_ACTIVE_KEY, [hash]);
     if (!row) return null;
-    this.touch(row);
-    return (row as ApiKeyEntity & { workspace: WorkspaceEntity }).workspace;
+    const key: CachedKey = {
+      keyId: row.key_id,
+      workspace: { id: row.id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at },
+      touchedAt: row.last_used_at?.getTime() ?? 0,
+    };
+    this.touch(key);
+    this.cache.set(hash, key, stamp);
+    return key.workspace;
   }
 
-  private touch(key: ApiKeyEntity): void {
+  private touch(key: CachedKey): void {
     const now = Date.now();
-    if (key.lastUsedAt && now - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return;
-    void this.keys.update({ id: key.id }, { lastUsedAt: new Date(now) }).catch(() => undefined);
+    if (now - key.touchedAt < LAST_USED_RESOLUTION_MS) return;
+    key.touchedAt = now;
+    void this.keys.update({ id: key.keyId }, { lastUsedAt: new Date(now) }).catch(() => undefined);
   }
 }

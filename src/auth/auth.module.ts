@@ -1,13 +1,14 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ApiKeyCache } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
 import { ApiKeyGuard } from './api-key.guard.js';
 import { ApiKeysService } from './api-keys.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKeyEntity])],
-  providers: [ApiKeysService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  providers: [ApiKeysService, ApiKeyCache, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeysService],
 })
 export class AuthModule {}

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type QueryRunner } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { prepared, queryPreparedOn } from '../core/database/prepared.js';
 import { newId } from '../core/ids.js';
 import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
 import { lockWebhookOfDelivery } from '../webhooks/webhook-lock.js';
@@ -32,7 +33,9 @@ interface AttemptContext {
 
 // Read after the webhook lock is held (a new statement, so a fresh snapshot): a webhook removed
 // meanwhile is seen as removed. SKIP LOCKED: another worker attempting this delivery keeps it.
-const READ_PENDING_DELIVERY = `
+const READ_PENDING_DELIVERY = prepared(
+  'delivery_read_pending',
+  `
   SELECT d.attempt_count, d.max_attempts,
          w.id AS webhook_id, w.url, w.secret, w.removed_at IS NOT NULL AS webhook_removed,
          s.id AS submission_id, s.calculator_id, s.finished, s.data, s.meta, s.created_at, s.updated_at
@@ -40,9 +43,12 @@ const READ_PENDING_DELIVERY = `
   JOIN webhooks w ON w.id = d.webhook_id
   JOIN submissions s ON s.id = d.submission_id
   WHERE d.id = $1 AND d.status = 'pending'
-  FOR UPDATE OF d SKIP LOCKED`;
+  FOR UPDATE OF d SKIP LOCKED`,
+);
 
-const RECORD_ATTEMPT = `
+const RECORD_ATTEMPT = prepared(
+  'delivery_record_attempt',
+  `
   WITH attempt AS (
     INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
                                    response_body, error, succeeded)
@@ -50,7 +56,15 @@ const RECORD_ATTEMPT = `
   )
   UPDATE deliveries SET status = $11, attempt_count = $3, next_attempt_at = $12, last_attempt_at = $5,
     last_status_code = $7, last_error = $9, completed_at = $13, updated_at = $14
-  WHERE id = $1`;
+  WHERE id = $1`,
+);
+
+const CANCEL_DELIVERY = prepared(
+  'delivery_cancel',
+  `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = clock_timestamp(),
+     updated_at = clock_timestamp()
+   WHERE id = $1`,
+);
 
 /** Runs one attempt of one delivery: re-read, lock, sign, send, record. */
 @Injectable()
@@ -85,15 +99,11 @@ export class DeliveryAttemptService {
     deliveryId: string,
     trigger: DeliverJobData['trigger'],
   ): Promise<RunResult> {
-    if (!(await lockWebhookOfDelivery(runner.manager, deliveryId))) return { status: 'skipped' };
-    const [ctx]: AttemptContext[] = await runner.query(READ_PENDING_DELIVERY, [deliveryId]);
+    if (!(await lockWebhookOfDelivery(runner, deliveryId))) return { status: 'skipped' };
+    const [ctx] = await queryPreparedOn<AttemptContext>(runner, READ_PENDING_DELIVERY, [deliveryId]);
     if (!ctx) return { status: 'skipped' };
     if (ctx.webhook_removed) {
-      await runner.query(
-        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = clock_timestamp(), updated_at = clock_timestamp()
-         WHERE id = $1`,
-        [deliveryId],
-      );
+      await queryPreparedOn(runner, CANCEL_DELIVERY, [deliveryId]);
       this.metrics.recordCancelled();
       return { status: 'cancelled' };
     }
@@ -102,7 +112,7 @@ export class DeliveryAttemptService {
     const result = await this.send(deliveryId, ctx);
     const finishedAt = new Date();
     const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
-    await runner.query(RECORD_ATTEMPT, [
+    await queryPreparedOn(runner, RECORD_ATTEMPT, [
       deliveryId,
       newId(),
       attemptNumber,

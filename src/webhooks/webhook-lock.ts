@@ -1,4 +1,5 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
+import { prepared, queryPreparedOn } from '../core/database/prepared.js';
 
 // Attempts hold this per-webhook lock shared while sending; DELETE takes it exclusive. Unlike row
 // locks, advisory locks queue fairly: once DELETE waits, new attempts wait behind it, so removal
@@ -10,11 +11,13 @@ export async function lockWebhookForRemoval(manager: EntityManager, webhookId: s
   await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [WEBHOOK_LOCK_NAMESPACE, webhookId]);
 }
 
+const LOCK_WEBHOOK_OF_DELIVERY = prepared(
+  'webhook_lock_of_delivery',
+  `SELECT pg_advisory_xact_lock_shared(${WEBHOOK_LOCK_NAMESPACE}, hashtext(webhook_id)) FROM deliveries WHERE id = $1`,
+);
+
 /** Shared lock on the webhook of a delivery, for one attempt; false when the delivery is unknown. */
-export async function lockWebhookOfDelivery(manager: EntityManager, deliveryId: string): Promise<boolean> {
-  const rows: unknown[] = await manager.query(
-    'SELECT pg_advisory_xact_lock_shared($1, hashtext(webhook_id)) FROM deliveries WHERE id = $2',
-    [WEBHOOK_LOCK_NAMESPACE, deliveryId],
-  );
+export async function lockWebhookOfDelivery(runner: QueryRunner, deliveryId: string): Promise<boolean> {
+  const rows = await queryPreparedOn(runner, LOCK_WEBHOOK_OF_DELIVERY, [deliveryId]);
   return rows.length > 0;
 }

@@ -5,6 +5,7 @@ import { DataSource, IsNull } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
+import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { CalculatorsService } from '../calculators/calculators.service.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
@@ -27,6 +28,27 @@ interface WebhookListRow {
   triggers: string[];
 }
 
+const LIST_WEBHOOKS = prepared(
+  'webhooks_list',
+  `SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at,
+     COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.created_at, c.id)
+               FROM webhook_calculators wc JOIN calculators c ON c.id = wc.calculator_id
+               WHERE wc.webhook_id = w.id AND c.removed_at IS NULL), '[]') AS calculators,
+     COALESCE((SELECT json_agg(t.type ORDER BY t.type) FROM webhook_triggers t WHERE t.webhook_id = w.id),
+              '[]') AS triggers
+   FROM webhooks w
+   WHERE w.workspace_id = $1 AND w.removed_at IS NULL
+   ORDER BY w.created_at, w.id`,
+);
+
+const GET_ACTIVE_WEBHOOK = prepared(
+  'webhooks_get_active',
+  `SELECT id, workspace_id AS "workspaceId", name, url, source, secret, created_at AS "createdAt",
+     updated_at AS "updatedAt", removed_at AS "removedAt"
+   FROM webhooks
+   WHERE id = $1 AND workspace_id = $2 AND removed_at IS NULL`,
+);
+
 /** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
 export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
@@ -41,18 +63,7 @@ export class WebhooksService {
 
   /** Active webhooks with their calculators and triggers, built in one query. */
   async list(workspaceId: string): Promise<WebhookListItem[]> {
-    const rows: WebhookListRow[] = await this.dataSource.query(
-      `SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at,
-         COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.created_at, c.id)
-                   FROM webhook_calculators wc JOIN calculators c ON c.id = wc.calculator_id
-                   WHERE wc.webhook_id = w.id AND c.removed_at IS NULL), '[]') AS calculators,
-         COALESCE((SELECT json_agg(t.type ORDER BY t.type) FROM webhook_triggers t WHERE t.webhook_id = w.id),
-                  '[]') AS triggers
-       FROM webhooks w
-       WHERE w.workspace_id = $1 AND w.removed_at IS NULL
-       ORDER BY w.created_at, w.id`,
-      [workspaceId],
-    );
+    const rows = await queryPrepared<WebhookListRow>(this.dataSource, LIST_WEBHOOKS, [workspaceId]);
     return rows.map((r) =>
       serializeWebhookListItem(
         {
@@ -122,9 +133,7 @@ export class WebhooksService {
   async get(workspaceId: string, id: string): Promise<WebhookEntity> {
     // Only a CUID2 can be a webhook id; anything else (a NUL byte would make Postgres fail) is unknown.
     if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
-    const webhook = await this.dataSource
-      .getRepository(WebhookEntity)
-      .findOneBy({ id, workspaceId, removedAt: IsNull() });
+    const [webhook] = await queryPrepared<WebhookEntity>(this.dataSource, GET_ACTIVE_WEBHOOK, [id, workspaceId]);
     if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
     return webhook;
   }

@@ -1,4 +1,5 @@
-import { generateApiKey, prefixOf } from '../../src/auth/api-key.js';
+import { generateApiKey, hashApiKey, prefixOf } from '../../src/auth/api-key.js';
+import { ApiKeyCache } from '../../src/auth/api-key-cache.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import {
   API,
@@ -9,6 +10,7 @@ import {
   registerWebhook,
   webhookRowCount,
 } from '../support/management-api.js';
+import { waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 describe('authentication', () => {
@@ -93,5 +95,58 @@ describe('authentication', () => {
     await keys.revoke(workspaceId, prefixOf(second));
     expectNotAuthenticated(await send('get', '/me', second));
     expectJson(await send('get', '/me', key), 200);
+  });
+
+  describe('key cache', () => {
+    const cache = () => t.app.get(ApiKeyCache);
+    // Revoked the way an operator or another process would: in SQL, on another connection.
+    const revokeInSql = (apiKey: string) =>
+      t.dataSource.query(`UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1`, [hashApiKey(apiKey)]);
+
+    it('serves a key it has seen from memory', async () => {
+      const { key: cached } = await t.app.get(ApiKeysService).issue(workspaceId);
+      expectJson(await send('get', '/me', cached), 200);
+      await waitFor(() => cache().isListening, 5_000, 'the LISTEN connection');
+      expectJson(await send('get', '/me', cached), 200);
+      expect(cache().get(hashApiKey(cached))?.workspace.id).toBe(workspaceId);
+    });
+
+    it('refuses a cached key within a second of its revocation by another process', async () => {
+      const { key: cached } = await t.app.get(ApiKeysService).issue(workspaceId);
+      await waitFor(() => cache().isListening, 5_000, 'the LISTEN connection');
+      expectJson(await send('get', '/me', cached), 200);
+      expect(cache().get(hashApiKey(cached))).toBeDefined();
+      await revokeInSql(cached);
+      await waitFor(async () => (await send('get', '/me', cached)).status === 401, 1_000, 'the 401');
+      expect(cache().get(hashApiKey(cached))).toBeUndefined();
+    });
+
+    it('stops answering while it cannot hear revocations, and resumes when it can', async () => {
+      const { key: cached } = await t.app.get(ApiKeysService).issue(workspaceId);
+      await waitFor(() => cache().isListening, 5_000, 'the LISTEN connection');
+      expectJson(await send('get', '/me', cached), 200);
+      await t.dataSource.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND query = 'LISTEN api_key_revoked'`,
+      );
+      await waitFor(() => !cache().isListening, 5_000, 'the lost connection');
+      await revokeInSql(cached); // its NOTIFY reaches no one
+      expectNotAuthenticated(await send('get', '/me', cached));
+      await waitFor(() => cache().isListening, 5_000, 'the LISTEN connection again');
+      expectNotAuthenticated(await send('get', '/me', cached));
+      expectJson(await send('get', '/me', key), 200);
+    });
+
+    it('updates last_used_at at most once a minute, cached or not', async () => {
+      const { key: fresh, apiKey } = await t.app.get(ApiKeysService).issue(workspaceId);
+      const lastUsed = async () =>
+        (await t.dataSource.query(`SELECT last_used_at FROM api_keys WHERE id = $1`, [apiKey.id]))[0]
+          .last_used_at as Date | null;
+      expectJson(await send('get', '/me', fresh), 200);
+      const first = await waitFor(lastUsed, 5_000, 'last_used_at');
+      expectJson(await send('get', '/me', fresh), 200);
+      expectJson(await send('get', '/me', fresh), 200);
+      expect(await lastUsed()).toEqual(first);
+    });
   });
 });

@@ -7,6 +7,7 @@ import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '..
 import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import type { AppConfig } from '../config/config.js';
 import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
+import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -20,7 +21,7 @@ export const ENTITIES = [
   DeliveryAttemptEntity,
 ];
 
-export const MIGRATIONS = [InitialSchema1763740000000];
+export const MIGRATIONS = [InitialSchema1763740000000, ApiKeyRevocationNotify1763900000000];
 
 export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceOptions {
   return {
