@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { ApiError } from '../core/http/api-error.js';
-import { API_KEY_HEADER } from './api-key.js';
+import { API_KEY_HEADER, presentedKeyHash } from './api-key.js';
 import { ApiKeysService } from './api-keys.service.js';
 import type { AuthenticatedRequest } from './current-workspace.decorator.js';
 import { IS_PUBLIC } from './public.decorator.js';
@@ -22,7 +22,8 @@ export class ApiKeyGuard implements CanActivate {
     if (typeof presented !== 'string' || presented.length === 0) {
       throw ApiError.notAuthenticated(`Missing API key: send it in the ${API_KEY_HEADER} header`);
     }
-    const workspace = await this.apiKeys.authenticate(presented);
+    const hash = presentedKeyHash(req);
+    const workspace = hash === null ? null : await this.apiKeys.authenticate(hash);
     if (!workspace) throw ApiError.notAuthenticated('Unknown or revoked API key');
     req.workspace = workspace;
     return true;

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 
 export const API_KEY_HEADER = 'x-ac-api-key';
 const KEY_PATTERN = /^ack_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/;
@@ -16,3 +17,16 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
 export const prefixOf = (key: string): string => key.slice(0, 12);
 
 export const looksLikeApiKey = (value: string): boolean => KEY_PATTERN.test(value);
+
+const presentedHashes = new WeakMap<IncomingMessage, string | null>();
+
+/** SHA-256 of the request's well-formed API key (null without one), hashed once per request. */
+export function presentedKeyHash(req: IncomingMessage): string | null {
+  let hash = presentedHashes.get(req);
+  if (hash === undefined) {
+    const presented = req.headers[API_KEY_HEADER];
+    hash = typeof presented === 'string' && looksLikeApiKey(presented) ? hashApiKey(presented) : null;
+    presentedHashes.set(req, hash);
+  }
+  return hash;
+}

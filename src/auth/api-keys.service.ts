@@ -4,7 +4,7 @@ import { IsNull, Repository, type EntityManager } from 'typeorm';
 import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { newId } from '../core/ids.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
-import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-key.js';
+import { generateApiKey, hashApiKey } from './api-key.js';
 import { ApiKeyCache, type CachedKey } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
 
@@ -80,10 +80,8 @@ export class ApiKeysService {
     return key;
   }
 
-  /** The workspace a presented key belongs to, or null for an unknown or revoked key. */
-  async authenticate(presented: string): Promise<WorkspaceEntity | null> {
-    if (!looksLikeApiKey(presented)) return null;
-    const hash = hashApiKey(presented);
+  /** The workspace of the key with this hash (see presentedKeyHash), or null for an unknown or revoked key. */
+  async authenticate(hash: string): Promise<WorkspaceEntity | null> {
     const cached = this.cache.get(hash);
     if (cached) {
       this.touch(cached);

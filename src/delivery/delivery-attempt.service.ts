@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type QueryRunner } from 'typeorm';
+import type { PoolClient, QueryResult } from 'pg';
+import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { prepared, queryPreparedOn } from '../core/database/prepared.js';
-import { newId } from '../core/ids.js';
+import { poolOf, prepared, queryPreparedOn } from '../core/database/prepared.js';
+import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
-import { lockWebhookOfDelivery } from '../webhooks/webhook-lock.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { buildPayload } from './delivery-payload.js';
 import type { DeliverJobData } from './delivery-queue.js';
@@ -31,20 +31,12 @@ interface AttemptContext {
   updated_at: Date;
 }
 
-// Read after the webhook lock is held (a new statement, so a fresh snapshot): a webhook removed
-// meanwhile is seen as removed. SKIP LOCKED: another worker attempting this delivery keeps it.
-const READ_PENDING_DELIVERY = prepared(
-  'delivery_read_pending',
-  `
-  SELECT d.attempt_count, d.max_attempts,
-         w.id AS webhook_id, w.url, w.secret, w.removed_at IS NOT NULL AS webhook_removed,
-         s.id AS submission_id, s.calculator_id, s.finished, s.data, s.meta, s.created_at, s.updated_at
-  FROM deliveries d
-  JOIN webhooks w ON w.id = d.webhook_id
-  JOIN submissions s ON s.id = d.submission_id
-  WHERE d.id = $1 AND d.status = 'pending'
-  FOR UPDATE OF d SKIP LOCKED`,
-);
+// BEGIN, then the webhook's shared lock and a read of the pending delivery with a snapshot from
+// after the lock (see the begin_delivery_attempt migration), so a webhook removed meanwhile is seen
+// as removed: one round trip. The id is inlined (a simple query takes no parameters), so it must be
+// a CUID2, and is quoted all the same.
+const beginAttempt = (client: PoolClient, deliveryId: string) =>
+  `BEGIN; SELECT * FROM begin_delivery_attempt(${client.escapeLiteral(deliveryId)})`;
 
 const RECORD_ATTEMPT = prepared(
   'delivery_record_attempt',
@@ -79,31 +71,35 @@ export class DeliveryAttemptService {
   ) {}
 
   async run(deliveryId: string, trigger: DeliverJobData['trigger']): Promise<RunResult> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    if (!isCuid2(deliveryId)) return { status: 'skipped' };
+    const client = await poolOf(this.dataSource).connect();
+    let broken: Error | undefined;
     try {
-      await runner.startTransaction();
-      const result = await this.attemptInTransaction(runner, deliveryId, trigger);
-      await runner.commitTransaction();
+      const result = await this.attemptInTransaction(client, deliveryId, trigger);
+      await client.query('COMMIT');
       return result;
     } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      // A connection that cannot even roll back is closed rather than handed to the next attempt.
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
-      await runner.release();
+      client.release(broken);
     }
   }
 
   private async attemptInTransaction(
-    runner: QueryRunner,
+    client: PoolClient,
     deliveryId: string,
     trigger: DeliverJobData['trigger'],
   ): Promise<RunResult> {
-    if (!(await lockWebhookOfDelivery(runner, deliveryId))) return { status: 'skipped' };
-    const [ctx] = await queryPreparedOn<AttemptContext>(runner, READ_PENDING_DELIVERY, [deliveryId]);
+    const [, begun] = (await client.query(beginAttempt(client, deliveryId))) as unknown as [
+      QueryResult,
+      QueryResult<AttemptContext>,
+    ];
+    const ctx = begun.rows[0];
     if (!ctx) return { status: 'skipped' };
     if (ctx.webhook_removed) {
-      await queryPreparedOn(runner, CANCEL_DELIVERY, [deliveryId]);
+      await queryPreparedOn(client, CANCEL_DELIVERY, [deliveryId]);
       this.metrics.recordCancelled();
       return { status: 'cancelled' };
     }
@@ -112,7 +108,7 @@ export class DeliveryAttemptService {
     const result = await this.send(deliveryId, ctx);
     const finishedAt = new Date();
     const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
-    await queryPreparedOn(runner, RECORD_ATTEMPT, [
+    await queryPreparedOn(client, RECORD_ATTEMPT, [
       deliveryId,
       newId(),
       attemptNumber,

@@ -27,7 +27,12 @@ export class DestinationLimiter implements OnModuleDestroy {
   private readonly slotTtlMs: number;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true }) as LimiterRedis;
+    // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
+    this.redis = new Redis(config.redisUrl, {
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+      enableAutoPipelining: true,
+    }) as LimiterRedis;
     this.redis.defineCommand('acquireSlot', { numberOfKeys: 1, lua: ACQUIRE });
     this.redis.on('error', () => undefined); // reported by the operations that fail
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;

@@ -8,6 +8,7 @@ import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import type { AppConfig } from '../config/config.js';
 import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
 import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
+import { BeginDeliveryAttempt1763910000000 } from './migrations/1763910000000-begin-delivery-attempt.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -21,7 +22,11 @@ export const ENTITIES = [
   DeliveryAttemptEntity,
 ];
 
-export const MIGRATIONS = [InitialSchema1763740000000, ApiKeyRevocationNotify1763900000000];
+export const MIGRATIONS = [
+  InitialSchema1763740000000,
+  ApiKeyRevocationNotify1763900000000,
+  BeginDeliveryAttempt1763910000000,
+];
 
 export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceOptions {
   return {

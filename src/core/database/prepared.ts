@@ -1,4 +1,4 @@
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
@@ -13,24 +13,25 @@ export interface PreparedStatement {
 
 export const prepared = (name: string, text: string): PreparedStatement => ({ name, text });
 
-/** Runs a prepared statement on the pool, skipping TypeORM's per-query runner. */
+/** The pg pool under TypeORM, for hot paths that skip TypeORM's per-query runner. */
+export const poolOf = (dataSource: DataSource): Pool => (dataSource.driver as PostgresDriver).master as Pool;
+
+/** Runs a prepared statement on any connection of the pool. */
 export async function queryPrepared<T extends QueryResultRow>(
   dataSource: DataSource,
   statement: PreparedStatement,
   values: unknown[],
 ): Promise<T[]> {
-  const pool = (dataSource.driver as PostgresDriver).master as Pool;
-  const result = await pool.query<T>({ ...statement, values });
+  const result = await poolOf(dataSource).query<T>({ ...statement, values });
   return result.rows;
 }
 
-/** Runs a prepared statement on the connection a TypeORM query runner holds (inside its transaction). */
+/** Runs a prepared statement on a connection already taken from the pool (inside its transaction). */
 export async function queryPreparedOn<T extends QueryResultRow>(
-  runner: QueryRunner,
+  client: PoolClient,
   statement: PreparedStatement,
   values: unknown[],
 ): Promise<T[]> {
-  const client = (await runner.connect()) as PoolClient;
   const result = await client.query<T>({ ...statement, values });
   return result.rows;
 }

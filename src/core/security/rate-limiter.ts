@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { API_KEY_HEADER, hashApiKey, looksLikeApiKey } from '../../auth/api-key.js';
+import { presentedKeyHash } from '../../auth/api-key.js';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { ApiError } from '../http/api-error.js';
@@ -18,8 +18,8 @@ interface Window {
  * when it carries no well-formed key.
  */
 export function rateLimitTracker(req: Request): string {
-  const presented = req.headers[API_KEY_HEADER];
-  if (typeof presented === 'string' && looksLikeApiKey(presented)) return `key:${hashApiKey(presented)}`;
+  const hash = presentedKeyHash(req);
+  if (hash !== null) return `key:${hash}`;
   return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
 
