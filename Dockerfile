@@ -12,6 +12,9 @@ RUN npm run build
 # the worker (node dist/worker.js), migrations (node dist/migrate.js) and the CLI (node dist/cli.js).
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# A fixed heap budget: V8 otherwise sizes the heap from the host's memory and lets RSS grow to
+# hundreds of MB before collecting. Raise it for large payloads or a high WORKER_CONCURRENCY.
+ENV NODE_OPTIONS=--max-old-space-size=128
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

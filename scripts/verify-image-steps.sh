@@ -92,6 +92,10 @@ done
 
 port=$(free_port)
 export NODE_ENV=production
+# The image's heap budget, read from the Dockerfile so the check runs what the image runs.
+NODE_OPTIONS=$(sed -n 's/^ENV NODE_OPTIONS=//p' "$repo/Dockerfile")
+[ -n "$NODE_OPTIONS" ] || fail "the Dockerfile sets no NODE_OPTIONS"
+export NODE_OPTIONS
 export DATABASE_URL=$pg_base/$db
 export REDIS_URL=$redis_url
 export QUEUE_PREFIX=imgcheck-$suffix
