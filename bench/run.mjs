@@ -1,7 +1,6 @@
 // `npm run bench`: the benchmark of issue 6, end to end. Builds if needed, starts the built api against a
 // database and queue prefix of its own, measures the API, the ceilings and delivery, writes
 // bench/results/latest.json and BENCHMARKS.md, and always stops its processes and drops its database.
-import { createId } from '@paralleldrive/cuid2';
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
 import { execFileSync } from 'node:child_process';
@@ -19,40 +18,42 @@ import {
   machineBusy,
   procCpuMs,
   RssSampler,
+  setUpCleanup,
   spawnNode,
-  stopAll,
   stopProcess,
   waitForHttp,
 } from './lib/processes.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { evaluateTargets, renderMarkdown } from './lib/report.mjs';
-
-const int = (name, fallback) => {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
-  return Number(value);
-};
+import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
+import {
+  createDatabase,
+  createWorkspace,
+  deleteRedisKeys,
+  envInt,
+  logger,
+  PG_URL,
+  productEnv,
+  REDIS_URL,
+} from './lib/setup.mjs';
 
 const settings = {
-  connections: int('BENCH_CONNECTIONS', 50),
-  warmupSec: int('BENCH_WARMUP', 3),
-  durationSec: int('BENCH_DURATION', 10),
-  deliveries: int('BENCH_DELIVERIES', 20_000),
-  latencyRate: int('BENCH_LATENCY_RATE', 300),
-  latencyDurationSec: int('BENCH_LATENCY_DURATION', 10),
-  workerConcurrency: int('BENCH_WORKER_CONCURRENCY', null), // null: the service's default (50)
-  maxInFlightPerDestination: int('BENCH_MAX_IN_FLIGHT', 1000),
+  connections: envInt('BENCH_CONNECTIONS', 50),
+  warmupSec: envInt('BENCH_WARMUP', 3),
+  durationSec: envInt('BENCH_DURATION', 10),
+  deliveries: envInt('BENCH_DELIVERIES', 20_000),
+  latencyRate: envInt('BENCH_LATENCY_RATE', 300),
+  latencyDurationSec: envInt('BENCH_LATENCY_DURATION', 10),
+  workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null), // null: the service's default (50)
+  maxInFlightPerDestination: envInt('BENCH_MAX_IN_FLIGHT', 1000),
   logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
-  rateLimitPerMinute: int('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
+  rateLimitPerMinute: envInt('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
   profile: process.env.BENCH_PROFILE === '1',
   /** Wait up to this many seconds for the machine to be quiet (< 25% CPU busy over 5 s) before starting. */
-  waitQuietSec: int('BENCH_WAIT_QUIET', 0),
+  waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
   /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike (e.g. --max-old-space-size=160). */
   nodeOptions: process.env.BENCH_NODE_OPTIONS || '',
 };
-const PG_URL = (process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 const PHASE_KEYS = [
   'ceiling-nest',
@@ -85,34 +86,30 @@ const dbName = `cw_bench_${id}`;
 const queuePrefix = `cwbench_${id}`;
 const ceilingPrefix = `cwbenchceil_${id}`;
 const profileDir = `bench/results/profiles/${id}`;
-const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+const log = logger('bench');
 
-const cleanups = [];
 const receiver = new BenchReceiver();
 const sampler = new RssSampler(200);
+const cleanups = [() => sampler.stop()]; // the cleanup runs its steps last first: this one runs last
 let db; // pg client on the bench database
 let apiProcess;
 let redisPid = null; // redis-server's pid, for its CPU time (when it runs on this machine)
 let apiUrl;
 let apiKey;
 
-function productEnv(extra) {
-  return {
-    NODE_ENV: 'production',
-    DATABASE_URL: `${PG_URL}/${dbName}`,
-    REDIS_URL,
-    QUEUE_PREFIX: queuePrefix,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receiver is local
-    SEED_DEMO: 'false',
-    LOG_LEVEL: settings.logLevel,
-    METRICS_PORT: '0',
-    // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
-    RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
-    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination),
-    ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
-    ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
-    ...extra,
-  };
+function benchEnv(extra) {
+  return productEnv(
+    { dbName, queuePrefix },
+    {
+      LOG_LEVEL: settings.logLevel,
+      // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
+      RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
+      DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination),
+      ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
+      ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
+      ...extra,
+    },
+  );
 }
 
 const profileFlags = (role) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${role}`] : []);
@@ -136,39 +133,12 @@ const postgresBackends = async () =>
 
 // ---------------------------------------------------------------------------------------------- setup
 
-async function createDatabase() {
-  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const client = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await client.end();
-    log(`dropped database ${dbName}`);
-  });
-}
-
-async function deleteRedisKeys() {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  for (const prefix of [queuePrefix, ceilingPrefix]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  }
-  redis.disconnect();
-}
-
 async function startApi() {
   const port = await freePort();
   const handle = spawnNode(
     'api',
     'dist/main.js',
-    productEnv({ PORT: String(port), WORKER_ENABLED: 'false' }),
+    benchEnv({ PORT: String(port), WORKER_ENABLED: 'false' }),
     profileFlags('api'),
   );
   sampler.track('api', handle);
@@ -179,20 +149,8 @@ async function startApi() {
 
 /** One workspace (through the CLI), 50 calculators (SQL: the CLI makes one per process), 20 webhooks (API). */
 async function prepareDataset() {
-  const out = execFileSync(process.execPath, ['dist/cli.js', 'workspace:create', '--name', 'bench', '--json'], {
-    env: { PATH: process.env.PATH, ...productEnv({}) },
-    encoding: 'utf8',
-  });
-  const { workspace, apiKey: key } = JSON.parse(out);
+  const { workspace, apiKey: key, calculators } = await createWorkspace(db, 'bench', benchEnv({}), CALCULATORS);
   apiKey = key;
-  const calculators = Array.from({ length: CALCULATORS }, () => createId());
-  const base = Date.now() - 60_000;
-  await db.query(
-    `INSERT INTO calculators (id, workspace_id, folder_id, name, status, created_at, updated_at)
-     SELECT c.id, $1, $2, 'Calculator ' || c.n, 'published', to_timestamp(($3 + c.n) / 1000.0), to_timestamp(($3 + c.n) / 1000.0)
-     FROM unnest($4::varchar[]) WITH ORDINALITY AS c(id, n)`,
-    [workspace.id, createId(), base, calculators],
-  );
   const hot = calculators.slice(0, HOT_CALCULATORS);
   const cold = calculators.slice(HOT_CALCULATORS);
   let next = 0;
@@ -374,7 +332,7 @@ async function createSubmissions(dataset, count) {
 
 async function spawnWorker(n) {
   const port = await freePort();
-  const env = productEnv({ METRICS_PORT: String(port) });
+  const env = benchEnv({ METRICS_PORT: String(port) });
   const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, profileFlags('worker'));
   handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
   sampler.track('worker', handle);
@@ -549,36 +507,6 @@ async function submissionLatency(dataset) {
 
 // ---------------------------------------------------------------------------------------------- run
 
-function machineInfo() {
-  return {
-    cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    cpus: os.availableParallelism(),
-    ramGb: os.totalmem() / 1024 ** 3,
-    os: `${os.type()} ${os.release()}`,
-    node: process.version,
-    loadBefore: os.loadavg()[0],
-    /** Share of the machine's CPU busy in the second before each phase, while the bench itself is idle. */
-    busyBefore: {},
-  };
-}
-
-function codeInfo() {
-  const git = (...args) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  try {
-    return { commit: git('rev-parse', '--short', 'HEAD'), dirty: git('status', '--porcelain', 'src').length > 0 };
-  } catch {
-    return { commit: 'unknown', dirty: false };
-  }
-}
-
-function commandLine() {
-  const overrides = Object.keys(process.env)
-    .filter((k) => k.startsWith('BENCH_') || k === 'REDIS_URL')
-    .sort()
-    .map((k) => `${k}=${process.env[k]}`);
-  return [...overrides, 'npm run bench'].join(' ');
-}
-
 let results; // module-level, so a failed run can still write what it measured
 
 async function waitForQuiet() {
@@ -599,9 +527,13 @@ async function main() {
   if (settings.waitQuietSec > 0) await waitForQuiet();
   results = {
     startedAt: new Date().toISOString(),
-    command: commandLine(),
+    command: commandLine('npm run bench', (k) => k.startsWith('BENCH_') || k === 'REDIS_URL'),
     code: codeInfo(),
-    machine: machineInfo(),
+    machine: {
+      ...machineInfo(),
+      /** Share of the machine's CPU busy in the second before each phase, while the bench itself is idle. */
+      busyBefore: {},
+    },
     settings: { ...settings, phases: only ? [...only] : 'all' },
     phaseKeys: PHASE_KEYS,
     ceilings: {},
@@ -609,8 +541,8 @@ async function main() {
     delivery: {},
     memory: { breakdown: {} },
   };
-  cleanups.push(deleteRedisKeys);
-  await createDatabase();
+  cleanups.push(() => deleteRedisKeys([queuePrefix, ceilingPrefix]));
+  await createDatabase(dbName, cleanups, log);
   db = new pg.Client({ connectionString: `${PG_URL}/${dbName}` });
   await receiver.listen();
   cleanups.push(() => receiver.close());
@@ -741,27 +673,7 @@ function writeResults(results) {
   }
 }
 
-async function cleanup() {
-  sampler.stop();
-  await stopAll();
-  for (const step of cleanups.reverse()) {
-    try {
-      await step();
-    } catch (error) {
-      log(`cleanup step failed: ${error.message}`);
-    }
-  }
-}
-
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    if (interrupted) return;
-    interrupted = true;
-    log(`${signal}: stopping and cleaning up`);
-    cleanup().finally(() => process.exit(130));
-  });
-}
+const { cleanup } = setUpCleanup(cleanups, log);
 
 try {
   writeResults(await main());

@@ -3,8 +3,6 @@
 // its own. Samples VmRSS of both every 5 s, checks every delivery of the run ended succeeded (or cancelled,
 // for webhooks deleted during the run), and computes RSS growth over the second half. Writes
 // bench/results/soak-latest.json and SOAK.md; always stops its processes, drops its database and its keys.
-import { createId } from '@paralleldrive/cuid2';
-import { Redis } from 'ioredis';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -13,26 +11,19 @@ import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { freePort, procMemoryMb, spawnNode, stopAll, stopProcess, waitForHttp } from './lib/processes.mjs';
+import { freePort, procMemoryMb, setUpCleanup, spawnNode, stopProcess, waitForHttp } from './lib/processes.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
-
-const int = (name, fallback) => {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
-  return Number(value);
-};
+import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
+import { createDatabase, createWorkspace, deleteRedisKeys, envInt, logger, PG_URL, productEnv } from './lib/setup.mjs';
 
 const settings = {
-  durationSec: int('SOAK_SECONDS', 300),
-  submissionsPerSec: int('SOAK_RATE', 40),
+  durationSec: envInt('SOAK_SECONDS', 300),
+  submissionsPerSec: envInt('SOAK_RATE', 40),
   sampleEverySec: 5,
   smoothingWindowSec: 30,
   growthLimit: 0.1,
 };
 if (settings.durationSec < 60) throw new Error('SOAK_SECONDS must be at least 60 (two 30 s windows)');
-const PG_URL = (process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 const FANOUT = 3; // webhooks, each bound to every hot calculator: a submission creates 3 deliveries
 const HOT_CALCULATORS = 5;
@@ -43,7 +34,7 @@ const DRAIN_TIMEOUT_MS = 120_000;
 const id = Date.now().toString(36);
 const dbName = `cw_soak_${id}`;
 const queuePrefix = `cwsoak_${id}`;
-const log = (message) => process.stderr.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+const log = logger('soak');
 
 const cleanups = [];
 const receiver = new BenchReceiver();
@@ -52,50 +43,14 @@ let apiUrl;
 let apiKey;
 let pool;
 
-function productEnv(extra) {
-  return {
-    NODE_ENV: 'production',
-    DATABASE_URL: `${PG_URL}/${dbName}`,
-    REDIS_URL,
-    QUEUE_PREFIX: queuePrefix,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receiver is local
-    SEED_DEMO: 'false',
-    LOG_LEVEL: 'warn',
-    METRICS_PORT: '0',
-    RATE_LIMIT_PER_MINUTE: '0',
-    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000',
-    ...extra,
-  };
+function soakEnv(extra) {
+  return productEnv(
+    { dbName, queuePrefix },
+    { LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000', ...extra },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------- setup
-
-async function createDatabase() {
-  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const client = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await client.end();
-    log(`dropped database ${dbName}`);
-  });
-}
-
-async function deleteRedisKeys() {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${queuePrefix}:*`, 'COUNT', 1000);
-    if (keys.length > 0) deleted += await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  redis.disconnect();
-  log(`deleted ${deleted} redis keys under ${queuePrefix}:`);
-}
 
 /** One API call through the keep-alive pool; throws on a non-2xx answer. */
 async function api(method, path, body) {
@@ -120,20 +75,8 @@ async function api(method, path, body) {
 }
 
 async function prepareDataset() {
-  const out = execFileSync(process.execPath, ['dist/cli.js', 'workspace:create', '--name', 'soak', '--json'], {
-    env: { PATH: process.env.PATH, ...productEnv({}) },
-    encoding: 'utf8',
-  });
-  const { workspace, apiKey: key } = JSON.parse(out);
+  const { apiKey: key, calculators } = await createWorkspace(db, 'soak', soakEnv({}), CALCULATORS);
   apiKey = key;
-  const calculators = Array.from({ length: CALCULATORS }, () => createId());
-  const base = Date.now() - 60_000;
-  await db.query(
-    `INSERT INTO calculators (id, workspace_id, folder_id, name, status, created_at, updated_at)
-     SELECT c.id, $1, $2, 'Calculator ' || c.n, 'published', to_timestamp(($3 + c.n) / 1000.0), to_timestamp(($3 + c.n) / 1000.0)
-     FROM unnest($4::varchar[]) WITH ORDINALITY AS c(id, n)`,
-    [workspace.id, createId(), base, calculators],
-  );
   const hot = calculators.slice(0, HOT_CALCULATORS);
   const webhooks = [];
   for (let i = 0; i < FANOUT; i += 1) {
@@ -303,48 +246,25 @@ function growth(samples, role) {
 
 // ---------------------------------------------------------------------------------------------- run
 
-function commandLine() {
-  const overrides = Object.keys(process.env)
-    .filter((k) => k.startsWith('SOAK_') || k === 'BENCH_PG_URL' || k === 'REDIS_URL')
-    .sort()
-    .map((k) => `${k}=${process.env[k]}`);
-  return [...overrides, 'npm run soak'].join(' ');
-}
-
-function codeInfo() {
-  const git = (...args) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  try {
-    return { commit: git('rev-parse', '--short', 'HEAD'), dirty: git('status', '--porcelain', 'src').length > 0 };
-  } catch {
-    return { commit: 'unknown', dirty: false };
-  }
-}
-
 async function main() {
   execFileSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
+  const machine = machineInfo();
   const results = {
     startedAt: new Date().toISOString(),
-    command: commandLine(),
+    command: commandLine('npm run soak', (k) => k.startsWith('SOAK_') || k === 'BENCH_PG_URL' || k === 'REDIS_URL'),
     code: codeInfo(),
-    machine: {
-      cpuModel: os.cpus()[0]?.model ?? 'unknown',
-      cpus: os.availableParallelism(),
-      ramGb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
-      os: `${os.type()} ${os.release()}`,
-      node: process.version,
-      loadBefore: os.loadavg()[0],
-    },
+    machine: { ...machine, ramGb: Math.round(machine.ramGb * 10) / 10 }, // rounded: SOAK.md prints it as is
     settings: { ...settings, fanout: FANOUT },
   };
-  cleanups.push(deleteRedisKeys);
-  await createDatabase();
+  cleanups.push(async () => log(`deleted ${await deleteRedisKeys([queuePrefix])} redis keys under ${queuePrefix}:`));
+  await createDatabase(dbName, cleanups, log);
   await receiver.listen();
   cleanups.push(() => receiver.close());
 
   const port = await freePort();
   apiUrl = `http://127.0.0.1:${port}`;
   log(`starting the api (database ${dbName}, queue prefix ${queuePrefix})`);
-  const apiHandle = spawnNode('api', 'dist/main.js', productEnv({ PORT: String(port), WORKER_ENABLED: 'false' }));
+  const apiHandle = spawnNode('api', 'dist/main.js', soakEnv({ PORT: String(port), WORKER_ENABLED: 'false' }));
   await waitForHttp(apiHandle, `${apiUrl}/healthz`);
   db = new pg.Client({ connectionString: `${PG_URL}/${dbName}` });
   await db.connect();
@@ -352,7 +272,7 @@ async function main() {
   pool = new Pool(apiUrl, { connections: 32 });
   cleanups.push(() => pool.close());
   const dataset = await prepareDataset();
-  const worker = spawnNode('worker', 'dist/worker.js', productEnv({ METRICS_PORT: String(await freePort()) }));
+  const worker = spawnNode('worker', 'dist/worker.js', soakEnv({ METRICS_PORT: String(await freePort()) }));
   await sleep(3000);
   if (worker.child.exitCode !== null) throw new Error(`worker exited at start:\n${worker.output()}`);
   receiver.reset();
@@ -534,27 +454,7 @@ function renderMarkdown(r) {
 
 // ---------------------------------------------------------------------------------------------- lifecycle
 
-async function cleanup() {
-  await stopAll();
-  for (const step of cleanups.reverse()) {
-    try {
-      await step();
-    } catch (error) {
-      log(`cleanup step failed: ${error.message}`);
-    }
-  }
-  cleanups.length = 0;
-}
-
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    if (interrupted) return;
-    interrupted = true;
-    log(`${signal}: stopping and cleaning up`);
-    cleanup().finally(() => process.exit(130));
-  });
-}
+const { cleanup, interrupted } = setUpCleanup(cleanups, log);
 
 if (process.argv.includes('--render')) {
   // Re-renders SOAK.md from bench/results/soak-latest.json (no run).
@@ -585,5 +485,5 @@ try {
   log(`failed: ${error.stack ?? error.message}`);
   process.exitCode = 1;
 } finally {
-  if (!interrupted) await cleanup();
+  if (!interrupted()) await cleanup();
 }

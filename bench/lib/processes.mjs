@@ -1,4 +1,5 @@
-// Child processes of a bench run: spawn, wait until ready, sample memory, stop; all tracked for cleanup.
+// Child processes of a bench run: spawn, wait until ready, sample memory, stop; all tracked for the cleanup
+// that ends every run (or a SIGINT/SIGTERM).
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -136,6 +137,35 @@ export async function stopProcess(handle, graceMs = 20_000) {
 /** Kills every child still running (used on failure and at the end). */
 export async function stopAll() {
   await Promise.all([...children].map((handle) => stopProcess(handle, 10_000)));
+}
+
+/**
+ * The run's cleanup, `cleanup()`: stops every child process, then runs `steps` last first (a failing step
+ * is logged and the rest still run). The first SIGINT or SIGTERM runs it too, then exits 130;
+ * `interrupted()` tells whether one came.
+ */
+export function setUpCleanup(steps, log) {
+  const cleanup = async () => {
+    await stopAll();
+    for (const step of steps.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        log(`cleanup step failed: ${error.message}`);
+      }
+    }
+    steps.length = 0;
+  };
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      if (interrupted) return;
+      interrupted = true;
+      log(`${signal}: stopping and cleaning up`);
+      cleanup().finally(() => process.exit(130));
+    });
+  }
+  return { cleanup, interrupted: () => interrupted };
 }
 
 /**
