@@ -31,6 +31,7 @@ import {
   createWorkspace,
   deleteRedisKeys,
   envInt,
+  IMAGE_NODE_OPTIONS,
   logger,
   PG_URL,
   productEnv,
@@ -51,8 +52,8 @@ const settings = {
   profile: process.env.BENCH_PROFILE === '1',
   /** Wait up to this many seconds for the machine to be quiet (< 25% CPU busy over 5 s) before starting. */
   waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
-  /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike (e.g. --max-old-space-size=160). */
-  nodeOptions: process.env.BENCH_NODE_OPTIONS || '',
+  /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike; the image's unless set (empty: none). */
+  nodeOptions: process.env.BENCH_NODE_OPTIONS ?? IMAGE_NODE_OPTIONS,
 };
 
 const PHASE_KEYS = [

@@ -14,7 +14,16 @@ import { Pool } from 'undici';
 import { freePort, procMemoryMb, setUpCleanup, spawnNode, stopProcess, waitForHttp } from './lib/processes.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
-import { createDatabase, createWorkspace, deleteRedisKeys, envInt, logger, PG_URL, productEnv } from './lib/setup.mjs';
+import {
+  createDatabase,
+  createWorkspace,
+  deleteRedisKeys,
+  envInt,
+  IMAGE_NODE_OPTIONS,
+  logger,
+  PG_URL,
+  productEnv,
+} from './lib/setup.mjs';
 
 const settings = {
   durationSec: envInt('SOAK_SECONDS', 300),
@@ -46,7 +55,13 @@ let pool;
 function soakEnv(extra) {
   return productEnv(
     { dbName, queuePrefix },
-    { LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000', ...extra },
+    {
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MINUTE: '0',
+      DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000',
+      NODE_OPTIONS: IMAGE_NODE_OPTIONS, // the heap budget the image runs with
+      ...extra,
+    },
   );
 }
 
@@ -398,7 +413,9 @@ function renderMarkdown(r) {
     `- Command: \`${r.command}\``,
     `- Duration: ${r.trafficSeconds.toFixed(1)} s of traffic (SOAK_SECONDS=${r.settings.durationSec}), then the backlog drained in ${r.backlog.drainSeconds.toFixed(1)} s`,
     '- Processes: the built api (dist/main.js, WORKER_ENABLED=false, NODE_ENV=production, LOG_LEVEL=warn, RATE_LIMIT_PER_MINUTE=0, ' +
-      'DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=1000) and one built worker (dist/worker.js), own database and queue prefix, local keep-alive receiver',
+      'DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=1000, NODE_OPTIONS=' +
+      IMAGE_NODE_OPTIONS +
+      ' as in the image) and one built worker (dist/worker.js), own database and queue prefix, local keep-alive receiver',
     `- Load: ${r.settings.submissionsPerSec} submissions/s (open loop), each fanning out to ${r.settings.fanout} webhooks; every second GET /me, ` +
       `GET /webhooks, GET /calculators?limit=50, GET /webhooks/{id}, GET /webhooks/{id}/deliveries?limit=20 for each of the ${r.settings.fanout} webhooks, ` +
       'and a POST /webhooks (bound to a hot calculator) followed 200 ms later by its DELETE',

@@ -212,7 +212,7 @@ The same figures are in \`bench/results/latest.json\`.
 | machine CPU busy in the second before each phase (bench idle) | ${busyRange(machine.busyBefore)} |
 | code | ${results.code.commit}${results.code.dirty ? ' (work tree had uncommitted changes under src/)' : ''} |
 | command | \`${results.command}\` |
-| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (50)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel} |
+| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (50)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel}; NODE_OPTIONS=${settings.nodeOptions || '(none)'} for the api, workers and NestJS ceiling |
 
 Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=production, in-process
 worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator
@@ -267,7 +267,8 @@ ${memorySection(results)}
   \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_MAX_IN_FLIGHT\`, \`BENCH_LOG_LEVEL\`, \`BENCH_RATE_LIMIT_PER_MINUTE\`
   (default 1,000,000: the limiter's Redis round trip stays in every request, but it never refuses),
   \`BENCH_WAIT_QUIET=<s>\` (wait up to that long for the machine to be under 25% busy before starting),
-  \`BENCH_NODE_OPTIONS\` (NODE_OPTIONS for the api, the workers and the NestJS ceiling).
+  \`BENCH_NODE_OPTIONS\` (NODE_OPTIONS for the api, the workers and the NestJS ceiling; by default the
+  image's, from the Dockerfile's \`ENV NODE_OPTIONS\`; set it empty for none).
 - \`BENCH_ONLY=webhooks-list,submissions\` runs only those phases (keys: ${results.phaseKeys.join(', ')});
   a partial run writes \`bench/results/partial-<time>.json\` and leaves this file alone.
 - \`BENCH_PROFILE=1\` starts the api and the workers with \`--cpu-prof\`; profiles land in

@@ -3,6 +3,7 @@
 import { createId } from '@paralleldrive/cuid2';
 import { Redis } from 'ioredis';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import pg from 'pg';
 
@@ -16,6 +17,9 @@ export const envInt = (name, fallback) => {
   if (!/^\d+$/.test(value)) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
   return Number(value);
 };
+
+/** The image's NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS=`): the service is measured as it is deployed. */
+export const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
 
 /** A log function writing `[tag hh:mm:ss] message` lines to stderr. */
 export const logger = (tag) => (message) =>
