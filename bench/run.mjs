@@ -331,9 +331,24 @@ async function createSubmissions(dataset, count) {
   await pool.close();
 }
 
-async function spawnWorker(n) {
+// What the service uses besides the workers: the api's pool, its key-cache LISTEN, and a little room.
+const NON_WORKER_CONNECTIONS = 25;
+const WORKER_EXTRA_CONNECTIONS = 10; // a worker's pool is WORKER_CONCURRENCY + 10
+
+/**
+ * WORKER_CONCURRENCY for each of `workerCount` workers: the configured one, lowered when the workers'
+ * pools would not fit in Postgres's max_connections (an attempt holds a connection while it sends).
+ */
+async function concurrencyPerWorker(workerCount) {
+  const configured = settings.workerConcurrency ?? 50;
+  const [{ max_connections: max }] = (await db.query('SHOW max_connections')).rows;
+  const fitting = Math.floor((Number(max) - NON_WORKER_CONNECTIONS) / workerCount) - WORKER_EXTRA_CONNECTIONS;
+  return Math.min(configured, fitting);
+}
+
+async function spawnWorker(n, concurrency) {
   const port = await freePort();
-  const env = benchEnv({ METRICS_PORT: String(port) });
+  const env = benchEnv({ METRICS_PORT: String(port), WORKER_CONCURRENCY: String(concurrency) });
   const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, profileFlags('worker'));
   handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
   sampler.track('worker', handle);
@@ -396,8 +411,9 @@ async function deliveryThroughput(dataset, workerCount) {
   if (expected !== submissions * FANOUT) throw new Error(`expected ${submissions * FANOUT} pending, found ${expected}`);
   receiver.reset();
   results.machine.busyBefore[`delivery-${workerCount}`] = await machineBusy();
-  log(`starting ${workerCount} worker process(es)`);
-  const workers = await Promise.all(Array.from({ length: workerCount }, (_, i) => spawnWorker(i + 1)));
+  const concurrency = await concurrencyPerWorker(workerCount);
+  log(`starting ${workerCount} worker process(es), concurrency ${concurrency} each`);
+  const workers = await Promise.all(Array.from({ length: workerCount }, (_, i) => spawnWorker(i + 1, concurrency)));
   // From the first receipt on, so the workers' start-up is not counted.
   const cpu = new CpuProbe(async () => ({
     worker: workers.map((w) => w.pid),
@@ -421,6 +437,7 @@ async function deliveryThroughput(dataset, workerCount) {
     workers,
     result: {
       workerProcesses: workerCount,
+      concurrencyPerWorker: concurrency,
       deliveries: expected,
       seconds,
       perSec: expected / seconds,
@@ -615,7 +632,7 @@ async function main() {
         workers = run.workers;
         results.delivery.oneWorker = run.result;
       } else {
-        workers = [await spawnWorker(1)];
+        workers = [await spawnWorker(1, await concurrencyPerWorker(1))];
         await sleep(3000);
       }
       if (runs('latency')) {

@@ -116,7 +116,7 @@ function deliveryTable(results) {
       .filter(([status]) => status !== 'succeeded')
       .reduce((sum, [, n]) => sum + n, 0);
     rows.push(
-      `| ${label} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)} | ${pct(ratioOf(r.perSec, bullmq?.jobsPerSec))} | ${notSucceeded} | ${r.duplicates} | ${fmt(cpuOf(r, 'worker'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${fmt(cpuOf(r, 'redis'), 3)} |`,
+      `| ${label}, concurrency ${r.concurrencyPerWorker} each | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)} | ${pct(ratioOf(r.perSec, bullmq?.jobsPerSec))} | ${notSucceeded} | ${r.duplicates} | ${fmt(cpuOf(r, 'worker'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${fmt(cpuOf(r, 'redis'), 3)} |`,
     );
   }
   return rows.join('\n');
@@ -246,7 +246,9 @@ ${httpTable(results)}
 ${fmt(settings.deliveries)} deliveries are created through the API with no worker running (the
 backlog of the HTTP runs is cleared first), then the worker processes start. Throughput is
 deliveries divided by the time from the first request the receiver got to the moment Postgres
-shows none pending (every attempt recorded).
+shows none pending (every attempt recorded). An attempt holds a Postgres connection while it
+sends, so when the workers' pools (WORKER_CONCURRENCY + 10 each) and the api's would not fit in the
+database's \`max_connections\`, each worker of the run gets the largest concurrency that fits.
 
 ${deliveryTable(results)}
 
