@@ -74,6 +74,10 @@ export class DeliveryAttemptService {
     if (!isCuid2(deliveryId)) return { status: 'skipped' };
     const client = await poolOf(this.dataSource).connect();
     let broken: Error | undefined;
+    // A checked-out client whose connection dies emits 'error'; unheard, it would crash the worker
+    // (Postgres restarting mid-attempt). The pending query fails too, and the client is discarded.
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
     try {
       const result = await this.attemptInTransaction(client, deliveryId, trigger);
       await client.query('COMMIT');
@@ -83,6 +87,7 @@ export class DeliveryAttemptService {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }
