@@ -122,7 +122,6 @@ export class ApiKeyCache implements OnModuleDestroy {
     this.listening = false;
     this.clear();
     void client.end().catch(() => undefined);
-    if (this.closed) return;
     const delay = RECONNECT_MS[Math.min(this.reconnects++, RECONNECT_MS.length - 1)];
     this.reconnectTimer = setTimeout(() => void this.listen(), delay);
     this.reconnectTimer.unref();

@@ -16,22 +16,19 @@ export const prepared = (name: string, text: string): PreparedStatement => ({ na
 /** The pg pool under TypeORM, for hot paths that skip TypeORM's per-query runner. */
 export const poolOf = (dataSource: DataSource): Pool => (dataSource.driver as PostgresDriver).master as Pool;
 
-/** Runs a prepared statement on any connection of the pool. */
-export async function queryPrepared<T extends QueryResultRow>(
-  dataSource: DataSource,
-  statement: PreparedStatement,
-  values: unknown[],
-): Promise<T[]> {
-  const result = await poolOf(dataSource).query<T>({ ...statement, values });
-  return result.rows;
-}
-
-/** Runs a prepared statement on a connection already taken from the pool (inside its transaction). */
+/** Runs a prepared statement on the pool (any of its connections) or on a connection taken from it. */
 export async function queryPreparedOn<T extends QueryResultRow>(
-  client: PoolClient,
+  client: Pool | PoolClient,
   statement: PreparedStatement,
   values: unknown[],
 ): Promise<T[]> {
   const result = await client.query<T>({ ...statement, values });
   return result.rows;
 }
+
+/** Runs a prepared statement on any connection of the data source's pool. */
+export const queryPrepared = <T extends QueryResultRow>(
+  dataSource: DataSource,
+  statement: PreparedStatement,
+  values: unknown[],
+): Promise<T[]> => queryPreparedOn<T>(poolOf(dataSource), statement, values);

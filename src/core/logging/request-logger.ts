@@ -45,6 +45,7 @@ export function requestLogger(logger: Logger): RequestHandler {
       res.removeListener('close', done);
       const lineLevel = level(req, res);
       if (!logger.isLevelEnabled(lineLevel)) return;
+      const responseTime = Date.now() - startedAt;
       const status = res.writableFinished ? String(res.statusCode) : 'aborted by the client';
       logger[lineLevel](
         {
@@ -52,10 +53,10 @@ export function requestLogger(logger: Logger): RequestHandler {
           route: requestRoute(req),
           ...(req.workspace ? { workspaceId: req.workspace.id } : {}),
           res: pino.stdSerializers.res(res),
-          responseTime: Date.now() - startedAt,
+          responseTime,
           ...(res.statusCode >= 500 ? { error: `failed with status code ${res.statusCode}` } : {}),
         },
-        `${req.method} ${req.originalUrl} ${status}${lineLevel === 'error' ? '' : ` ${Date.now() - startedAt}ms`}`,
+        `${req.method} ${req.originalUrl} ${status}${lineLevel === 'error' ? '' : ` ${responseTime}ms`}`,
       );
     };
     res.on('finish', done);
