@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
+# The Node version is pinned to the `node` devDependency of package.json (scripts/verify-image-steps.sh checks they agree).
 # Build: full dependencies, compile TypeScript to dist/.
-FROM node:20-bookworm-slim AS build
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +11,7 @@ RUN npm run build
 
 # Runtime: production dependencies and dist/ only. The same image runs the api (default),
 # the worker (node dist/worker.js), migrations (node dist/migrate.js) and the CLI (node dist/cli.js).
-FROM node:20-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
 # A fixed heap budget: V8 otherwise sizes the heap from the host's memory and lets RSS grow to
 # hundreds of MB before collecting. Raise it for large payloads or a high WORKER_CONCURRENCY.

@@ -9,6 +9,11 @@ const newest = (dir) =>
     return Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
   }, 0);
 
+// npm scripts run the Node 24 that the `node` devDependency puts in node_modules/.bin; a bare `node` may be older.
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  process.stderr.write(`Node 24 is required, this is ${process.version}: run through npm (npm start, npm test), whose scripts use node_modules/.bin/node\n`);
+  process.exit(1);
+}
 if (!existsSync('src')) process.exit(0); // a production image ships dist/ only
 const built = existsSync('dist/main.js') ? newest('dist') : 0;
 if (built < Math.max(newest('src'), statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs)) {

@@ -60,6 +60,19 @@ free_port() {
 
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 
+current="the image's Node"
+# The image runs node:<version> (Dockerfile); both stages run here on that same version, which must be
+# the one the project's scripts use (the `node` devDependency), so the two cannot drift apart.
+image_node=$(sed -n 's/^FROM node:\([0-9][0-9.]*\)-.*/\1/p' "$repo/Dockerfile" | sort -u)
+[ "$(printf '%s\n' "$image_node" | wc -l)" -eq 1 ] && [ -n "$image_node" ] || fail "the Dockerfile's stages must use one pinned node:<x.y.z> image"
+dev_node=$(node -p 'require(process.argv[1]).devDependencies.node' "$repo/package.json")
+[ "$image_node" = "$dev_node" ] || fail "Dockerfile runs node $image_node but package.json pins node $dev_node"
+say "installing node $image_node"
+npm install --prefix "$tmp/node" --no-save --no-audit --no-fund --loglevel=error "node@$image_node" >/dev/null ||
+  fail "could not install node $image_node"
+export PATH="$tmp/node/node_modules/.bin:$PATH"
+[ "$(node --version)" = "v$image_node" ] || fail "node --version is $(node --version), not v$image_node"
+
 current="copy the work tree"
 say "$current into $tmp"
 mkdir -p "$build" "$runtime"
