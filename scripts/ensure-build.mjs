@@ -11,7 +11,9 @@ const newest = (dir) =>
 
 // npm scripts run the Node 24 that the `node` devDependency puts in node_modules/.bin; a bare `node` may be older.
 if (Number(process.versions.node.split('.')[0]) < 24) {
-  process.stderr.write(`Node 24 is required, this is ${process.version}: run through npm (npm start, npm test), whose scripts use node_modules/.bin/node\n`);
+  process.stderr.write(
+    `Node 24 is required, this is ${process.version}: run through npm (npm start, npm test), whose scripts use node_modules/.bin/node\n`,
+  );
   process.exit(1);
 }
 if (!existsSync('src')) process.exit(0); // a production image ships dist/ only
