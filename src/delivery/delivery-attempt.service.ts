@@ -1,64 +1,33 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { PoolClient, QueryResult } from 'pg';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { poolOf, prepared, queryPreparedOn } from '../core/database/prepared.js';
-import { isCuid2, newId } from '../core/ids.js';
+import { prepared, queryPrepared } from '../core/database/prepared.js';
+import { isCuid2 } from '../core/ids.js';
 import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
+import { AttemptClaims, type AttemptContext } from './attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
+import { AttemptRecords } from './attempt-records.js';
 import { buildPayload } from './delivery-payload.js';
 import type { DeliverJobData } from './delivery-queue.js';
 import { signPayload } from './signing.js';
-import { WebhookSender, type SendResult } from './webhook-sender.js';
+import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
 
-export type RunResult = AttemptOutcome | { status: 'cancelled' } | { status: 'skipped' };
+/** What one run of a job came to; `busy`: another worker is attempting it, so look again later. */
+export type RunResult =
+  (AttemptOutcome & { send: SendResult }) | { status: 'cancelled' } | { status: 'skipped' } | { status: 'busy' };
 
-interface AttemptContext {
-  attempt_count: number;
-  max_attempts: number;
-  webhook_id: string;
-  url: string;
-  secret: string;
-  webhook_removed: boolean;
-  submission_id: string;
-  calculator_id: string;
-  finished: boolean;
-  data: Record<string, unknown>;
-  meta: Record<string, unknown>;
-  created_at: Date;
-  updated_at: Date;
-}
-
-// BEGIN, then the webhook's shared lock and a read of the pending delivery with a snapshot from
-// after the lock (see the begin_delivery_attempt migration), so a webhook removed meanwhile is seen
-// as removed: one round trip. The id is inlined (a simple query takes no parameters), so it must be
-// a CUID2, and is quoted all the same.
-const beginAttempt = (client: PoolClient, deliveryId: string) =>
-  `BEGIN; SELECT * FROM begin_delivery_attempt(${client.escapeLiteral(deliveryId)})`;
-
-const RECORD_ATTEMPT = prepared(
-  'delivery_record_attempt',
-  `
-  WITH attempt AS (
-    INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
-                                   response_body, error, succeeded)
-    VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)
-  )
-  UPDATE deliveries SET status = $11, attempt_count = $3, next_attempt_at = $12, last_attempt_at = $5,
-    last_status_code = $7, last_error = $9, completed_at = $13, updated_at = $14
-  WHERE id = $1`,
+// Jobs enqueued before the url travelled with the job.
+const WEBHOOK_URL = prepared(
+  'delivery_webhook_url',
+  'SELECT w.url FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1',
 );
 
-const CANCEL_DELIVERY = prepared(
-  'delivery_cancel',
-  `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = clock_timestamp(),
-     updated_at = clock_timestamp()
-   WHERE id = $1`,
-);
-
-/** Runs one attempt of one delivery: re-read, lock, sign, send, record. */
+/**
+ * One attempt of one delivery: connect, claim (the removal fence), sign and write, release the fence,
+ * wait for the receiver, record. No Postgres connection is held while the receiver thinks.
+ */
 @Injectable()
 export class DeliveryAttemptService {
   private readonly logger = new Logger('DeliveryAttempt');
@@ -67,68 +36,61 @@ export class DeliveryAttemptService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sender: WebhookSender,
+    private readonly claims: AttemptClaims,
+    private readonly records: AttemptRecords,
     private readonly metrics: DeliveryMetrics,
   ) {}
 
-  async run(deliveryId: string, trigger: DeliverJobData['trigger']): Promise<RunResult> {
+  async run({ deliveryId, trigger, url }: DeliverJobData): Promise<RunResult> {
     if (!isCuid2(deliveryId)) return { status: 'skipped' };
-    const client = await poolOf(this.dataSource).connect();
-    let broken: Error | undefined;
-    // A checked-out client whose connection dies emits 'error'; unheard, it would crash the worker
-    // (Postgres restarting mid-attempt). The pending query fails too, and the client is discarded.
-    const onError = (error: Error) => (broken = error);
-    client.on('error', onError);
-    try {
-      const result = await this.attemptInTransaction(client, deliveryId, trigger);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      // A connection that cannot even roll back is closed rather than handed to the next attempt.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+    const target = url ?? (await this.urlOf(deliveryId));
+    if (target === undefined) return { status: 'skipped' };
+    // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
+    const connection = await this.sender.connect(target);
+    const claim = await this.claims.claim(deliveryId).catch((error: unknown) => {
+      if (connection.ok) connection.abandon();
       throw error;
-    } finally {
-      client.off('error', onError);
-      client.release(broken);
+    });
+    if (claim.outcome !== 'claimed') {
+      if (connection.ok) connection.abandon();
+      if (claim.outcome === 'cancelled') this.metrics.recordCancelled();
+      return claim.outcome === 'ended' ? { status: 'skipped' } : { status: claim.outcome };
     }
+    const startedAt = new Date();
+    let result: SendResult;
+    if (connection.ok) {
+      result = await connection.send(this.outgoing(deliveryId, claim.context), claim.written);
+    } else {
+      claim.written();
+      result = connection.result;
+    }
+    return this.record(deliveryId, trigger, claim.context, startedAt, result);
   }
 
-  private async attemptInTransaction(
-    client: PoolClient,
+  private async record(
     deliveryId: string,
     trigger: DeliverJobData['trigger'],
+    ctx: AttemptContext,
+    startedAt: Date,
+    result: SendResult,
   ): Promise<RunResult> {
-    const [, begun] = (await client.query(beginAttempt(client, deliveryId))) as unknown as [
-      QueryResult,
-      QueryResult<AttemptContext>,
-    ];
-    const ctx = begun.rows[0];
-    if (!ctx) return { status: 'skipped' };
-    if (ctx.webhook_removed) {
-      await queryPreparedOn(client, CANCEL_DELIVERY, [deliveryId]);
-      this.metrics.recordCancelled();
-      return { status: 'cancelled' };
-    }
     const attemptNumber = ctx.attempt_count + 1;
-    const startedAt = new Date();
-    const result = await this.send(deliveryId, ctx);
     const finishedAt = new Date();
     const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
-    await queryPreparedOn(client, RECORD_ATTEMPT, [
+    const recorded = await this.records.record({
       deliveryId,
-      newId(),
       attemptNumber,
       trigger,
       startedAt,
-      result.durationMs,
-      result.statusCode,
-      result.responseExcerpt,
-      outcome.status === 'succeeded' ? null : outcome.reason,
-      result.ok,
-      outcome.status,
-      outcome.status === 'pending' ? new Date(finishedAt.getTime() + outcome.delayMs) : null,
-      outcome.status === 'pending' ? null : finishedAt,
+      durationMs: result.durationMs,
+      statusCode: result.statusCode,
+      responseExcerpt: result.responseExcerpt,
+      error: outcome.status === 'succeeded' ? null : outcome.reason,
+      succeeded: result.ok,
+      status: outcome.status,
+      nextAttemptAt: outcome.status === 'pending' ? new Date(finishedAt.getTime() + outcome.delayMs) : null,
       finishedAt,
-    ]);
+    });
     this.metrics.recordAttempt(outcome.status, result.durationMs);
     this.logger.log({
       msg: 'delivery attempt',
@@ -136,14 +98,16 @@ export class DeliveryAttemptService {
       webhookId: ctx.webhook_id,
       attempt: attemptNumber,
       statusCode: result.statusCode,
-      outcome: outcome.status,
+      outcome: recorded ?? 'superseded',
       durationMs: result.durationMs,
       ...(result.error ? { error: result.error } : {}),
     });
-    return outcome;
+    if (recorded === 'cancelled') return { status: 'cancelled' };
+    if (recorded === null) return { status: 'skipped' };
+    return { ...outcome, send: result };
   }
 
-  private send(deliveryId: string, ctx: AttemptContext): Promise<SendResult> {
+  private outgoing(deliveryId: string, ctx: AttemptContext): Outgoing {
     const body = JSON.stringify(
       buildPayload(ctx.webhook_id, {
         id: ctx.submission_id,
@@ -156,6 +120,11 @@ export class DeliveryAttemptService {
       }),
     );
     const headers = signPayload(ctx.secret, deliveryId, Math.floor(Date.now() / 1000), body);
-    return this.sender.send(ctx.url, body, { ...headers });
+    return { body, headers: { ...headers } };
+  }
+
+  private async urlOf(deliveryId: string): Promise<string | undefined> {
+    const [row] = await queryPrepared<{ url: string }>(this.dataSource, WEBHOOK_URL, [deliveryId]);
+    return row?.url;
   }
 }

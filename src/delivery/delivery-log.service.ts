@@ -83,7 +83,7 @@ export class DeliveryLogService {
       throw ApiError.invalidField('status', 'the delivery is already being retried');
     }
     const jobId = `${deliveryId}-manual-${delivery.attemptCount + 1}`;
-    await this.queue.enqueue([{ deliveryId, url: webhook.url, jobId }], 'manual');
+    await this.queue.enqueue([{ deliveryId, url: webhook.url, workspaceId, jobId }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 

@@ -10,11 +10,16 @@ export interface DeliverJobData {
   trigger: 'scheduled' | 'manual';
   /** host:port of the webhook url (webhooks are never updated), for the per-destination in-flight cap. */
   destination: string;
+  /** The webhook's url, so the worker connects before it claims; absent in jobs of older versions. */
+  url?: string;
+  /** For the per-workspace share of a worker's slots; absent in jobs of older versions. */
+  workspaceId?: string;
 }
 
 export interface DeliveryToEnqueue {
   deliveryId: string;
   url: string;
+  workspaceId: string;
   /** Defaults to the delivery id; a manual retry uses its own, as the last job may not be gone yet. */
   jobId?: string;
 }
@@ -60,9 +65,9 @@ export class DeliveryQueue {
       await withTimeout(
         ENQUEUE_TIMEOUT_MS,
         this.queue.addBulk(
-          deliveries.map(({ deliveryId, url, jobId }) => ({
+          deliveries.map(({ deliveryId, url, workspaceId, jobId }) => ({
             name: DELIVER_JOB,
-            data: { deliveryId, trigger, destination: destinationOf(url) },
+            data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId },
             opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
           })),
         ),

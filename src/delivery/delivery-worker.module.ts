@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { AttemptClaims } from './attempt-claims.js';
+import { AttemptRecords } from './attempt-records.js';
 import { DeliveryAttemptService } from './delivery-attempt.service.js';
 import { DestinationLimiter } from './destination-limiter.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
@@ -12,6 +14,8 @@ import { SSRF_RESOLVER, WebhookSender } from './webhook-sender.js';
   providers: [
     { provide: SSRF_RESOLVER, useValue: undefined },
     WebhookSender,
+    AttemptClaims,
+    AttemptRecords,
     DeliveryAttemptService,
     DestinationLimiter,
     DeliveryWorker,

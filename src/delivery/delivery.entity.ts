@@ -48,6 +48,10 @@ export class DeliveryEntity {
 
   @Column({ name: 'completed_at', type: 'timestamptz', precision: 3, nullable: true })
   completedAt: Date | null;
+
+  /** Set while a worker attempts the delivery (attempt-claims.ts); a dead worker's lease expires. */
+  @Column({ name: 'lease_until', type: 'timestamptz', precision: 3, nullable: true, select: false })
+  leaseUntil?: Date | null;
 }
 
 @Entity('delivery_attempts')

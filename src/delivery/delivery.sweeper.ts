@@ -37,13 +37,13 @@ export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   private async sweep(): Promise<number> {
     try {
-      const rows: { id: string; url: string }[] = await this.dataSource.query(
-        `SELECT d.id, w.url FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+      const rows: { id: string; url: string; workspace_id: string }[] = await this.dataSource.query(
+        `SELECT d.id, w.url, d.workspace_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
          WHERE d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $1::float / 1000)
          ORDER BY d.next_attempt_at LIMIT $2`,
         [this.config.sweepIntervalMs, SWEEP_BATCH],
       );
-      await this.queue.enqueue(rows.map((r) => ({ deliveryId: r.id, url: r.url })));
+      await this.queue.enqueue(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspace_id })));
       return rows.length;
     } catch (error) {
       this.logger.warn(`Sweep failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);

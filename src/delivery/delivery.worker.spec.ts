@@ -1,12 +1,26 @@
-import { cappedWaitMs } from './delivery.worker.js';
+import { WorkspaceShare } from './workspace-share.js';
 
-describe('cappedWaitMs', () => {
-  it('starts at 250 ms and doubles with each wait', () => {
-    expect([0, 1, 2, 3].map((waits) => cappedWaitMs(waits, () => 0))).toEqual([250, 500, 1000, 2000]);
+describe('WorkspaceShare', () => {
+  it('lets one workspace alone use all but a quarter of the slots', () => {
+    const share = new WorkspaceShare(8);
+    const admitted = Array.from({ length: 8 }, () => share.enter('a')).filter(Boolean).length;
+    expect(admitted).toBe(6);
   });
 
-  it('never waits more than 5 s plus half of it as jitter', () => {
-    expect(cappedWaitMs(5, () => 0)).toBe(5000);
-    expect(cappedWaitMs(1000, () => 0.999)).toBeLessThan(7500);
+  it('keeps a quarter of the slots for other workspaces', () => {
+    const share = new WorkspaceShare(8);
+    for (let i = 0; i < 6; i++) share.enter('a');
+    expect(share.enter('a')).toBe(false);
+    expect(share.enter('b')).toBe(true);
+    expect(share.enter('c')).toBe(true);
+  });
+
+  it('hands a freed slot to a waiting job of the same workspace', () => {
+    const share = new WorkspaceShare(4);
+    for (let i = 0; i < 3; i++) share.enter('a');
+    expect(share.enter('a')).toBe(false);
+    share.addWaiter('a', 'job-1');
+    expect(share.leave('a')).toBe('job-1');
+    expect(share.leave('a')).toBeUndefined();
   });
 });

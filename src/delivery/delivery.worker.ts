@@ -2,9 +2,10 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { DeliveryAttemptService } from './delivery-attempt.service.js';
-import { DestinationLimiter } from './destination-limiter.js';
-import { DELIVERY_QUEUE, type DeliverJobData } from './delivery-queue.js';
+import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
+import { DestinationLimiter, type DestinationSignal } from './destination-limiter.js';
+import { DELIVERY_QUEUE, DeliveryQueue, type DeliverJobData } from './delivery-queue.js';
+import { WorkspaceShare } from './workspace-share.js';
 
 /** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */
 export class RetryLaterError extends Error {
@@ -18,34 +19,42 @@ export class RetryLaterError extends Error {
 
 // Postgres or Redis trouble (not a receiver's answer): try the same attempt again shortly.
 const INFRASTRUCTURE_RETRY_MS = 5_000;
-// A job over its destination's in-flight cap looks again after 250-375 ms, doubling with each wait up
-// to 5 s: a dead receiver's backlog of thousands would otherwise poll Redis thousands of times a second.
-const CAPPED_WAIT_MS = 250;
-const CAPPED_WAIT_MAX_MS = 5_000;
-
-/** Delay before a job over the cap looks again, after it has waited `waits` times already. */
-export function cappedWaitMs(waits: number, random: () => number = Math.random): number {
-  const base = Math.min(CAPPED_WAIT_MS * 2 ** Math.min(waits, 16), CAPPED_WAIT_MAX_MS);
-  return base + Math.floor(random() * (base / 2));
-}
+// A job turned away is woken by the release that frees its turn; this is only the safety net.
+const WAKE_FALLBACK_MS = 30_000;
+// Another worker holds the delivery's lease: look again once it has most likely recorded its attempt.
+const BUSY_WAIT_MS = 5_000;
 
 export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
   error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
 
+const jitter = (ms: number) => ms + Math.floor(Math.random() * (ms / 4));
+
+function signalOf(result: RunResult): DestinationSignal {
+  if (!('send' in result)) return 'other';
+  if (result.send.statusCode !== null) return 'answered';
+  return result.send.error?.startsWith('Timed out') ? 'timeout' : 'other';
+}
+
 /**
  * The BullMQ consumer. Retries belong to the queue: a failed attempt throws, and the job comes back
- * after the delay the schedule chose; a delivery that has ended completes or fails the job.
+ * after the delay the schedule chose; a delivery that has ended completes or fails the job. A job
+ * turned away (its workspace over its share of this worker, its destination at its cap or paused)
+ * waits in the delayed set without spending an attempt, and is promoted when its turn comes.
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DeliveryWorker');
   private worker?: Worker<DeliverJobData>;
+  private readonly share: WorkspaceShare;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly attempts: DeliveryAttemptService,
     private readonly limiter: DestinationLimiter,
-  ) {}
+    private readonly queue: DeliveryQueue,
+  ) {
+    this.share = new WorkspaceShare(config.workerConcurrency);
+  }
 
   onApplicationBootstrap(): void {
     this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.process(job, token), {
@@ -62,22 +71,52 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
-    const { deliveryId, trigger, destination } = job.data;
-    const capped = this.limiter.enabled && destination !== undefined;
-    if (capped && !(await this.limiter.acquire(destination, deliveryId))) {
-      // Over the destination's cap: wait without spending an attempt. Every start that was not an
-      // attempt (attemptsMade counts those) was a wait.
-      const waits = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
-      await job.moveToDelayed(Date.now() + cappedWaitMs(waits), token);
-      throw new DelayedError();
+    const { deliveryId, destination, workspaceId = '' } = job.data;
+    const jobId = job.id ?? deliveryId;
+    if (!this.share.enter(workspaceId)) {
+      this.share.addWaiter(workspaceId, jobId);
+      return this.wait(job, token, Date.now() + WAKE_FALLBACK_MS);
     }
+    let holder: string | undefined;
     try {
-      const result = await this.attempts.run(deliveryId, trigger);
+      const admission = await this.limiter.acquire(destination, `${deliveryId}:${token}`, jobId);
+      if (!admission.admitted) {
+        await this.wait(job, token, admission.until ?? Date.now() + WAKE_FALLBACK_MS, destination);
+      }
+      holder = `${deliveryId}:${token}`;
+      const result = await this.attempts.run(job.data);
+      void this.limiter.report(destination, signalOf(result)).then((ids) => this.wake(ids));
+      if (result.status === 'busy') return this.wait(job, token, Date.now() + BUSY_WAIT_MS);
       if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
       if (result.status === 'failed') throw new UnrecoverableError(result.reason);
       return result.status;
     } finally {
-      if (capped) await this.limiter.release(destination, deliveryId);
+      if (holder) void this.limiter.release(destination, holder).then((ids) => this.wake(ids));
+      const next = this.share.leave(workspaceId);
+      if (next) void this.wake([next]);
+    }
+  }
+
+  /**
+   * Parks the job in the delayed set until `until` without spending an attempt. A job waiting for a
+   * destination slot checks once more after parking, so a slot freed meanwhile is not missed.
+   */
+  private async wait(
+    job: Job<DeliverJobData>,
+    token: string | undefined,
+    until: number,
+    destination?: string,
+  ): Promise<never> {
+    await job.moveToDelayed(Date.now() + jitter(Math.max(0, until - Date.now())), token);
+    if (destination && (await this.limiter.hasRoom(destination))) await this.wake([job.id ?? '']);
+    throw new DelayedError();
+  }
+
+  /** Moves waiting jobs to the front of the line; a job that is no longer waiting is skipped. */
+  private async wake(jobIds: string[]): Promise<void> {
+    for (const id of jobIds) {
+      const job = await this.queue.queue.getJob(id).catch(() => undefined);
+      await job?.promote().catch(() => undefined);
     }
   }
 

@@ -3,23 +3,111 @@ import { Redis } from 'ioredis';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 
-// A slot is a sorted-set member scored by its expiry: slots of a killed worker free themselves.
+// KEYS: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's slots free
+// themselves), breaker (hash), waiters (list of job ids). Returns {1} when admitted, else {0, until}:
+// until > 0 is when the destination may be tried again (breaker open), -1 means "woken by a release".
 const ACQUIRE = `
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+  local now = tonumber(ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  local openUntil = tonumber(redis.call('HGET', KEYS[2], 'open_until') or '0')
+  if openUntil > now then return {0, openUntil} end
+  local probing = false
+  if openUntil > 0 then
+    local probe = tonumber(redis.call('HGET', KEYS[2], 'probe_until') or '0')
+    if probe > now then
+      redis.call('LREM', KEYS[3], 0, ARGV[6])
+      redis.call('RPUSH', KEYS[3], ARGV[6])
+      redis.call('PEXPIRE', KEYS[3], ARGV[7])
+      return {0, probe}
+    end
+    redis.call('HSET', KEYS[2], 'probe_until', ARGV[2])
+    probing = true
+  end
   if redis.call('ZSCORE', KEYS[1], ARGV[4]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
-    return 1
+    redis.call('LREM', KEYS[3], 0, ARGV[6])
+    return {1, 0}
   end
-  return 0`;
+  if probing then redis.call('HDEL', KEYS[2], 'probe_until') end
+  redis.call('LREM', KEYS[3], 0, ARGV[6])
+  redis.call('RPUSH', KEYS[3], ARGV[6])
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  return {0, -1}`;
+
+// Frees exactly this attempt's slot (a stale holder cannot free a newer one's) and hands the turn to
+// the first waiter: returns the job ids to wake.
+const RELEASE = `
+  if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return {} end
+  local id = redis.call('LPOP', KEYS[2])
+  if id then return {id} end
+  return {}`;
+
+// ARGV[2]: 'timeout' counts towards opening, 'answered' closes, anything else leaves it. Opening
+// doubles the cooldown of a breaker whose probe failed (up to 32x). Closing wakes up to `cap` waiters.
+const REPORT = `
+  local now = tonumber(ARGV[1])
+  if ARGV[2] == 'answered' then
+    local wasOpen = redis.call('HEXISTS', KEYS[1], 'open_until') == 1
+    redis.call('DEL', KEYS[1])
+    if wasOpen then return redis.call('LPOP', KEYS[2], tonumber(ARGV[5])) or {} end
+    return {}
+  end
+  if ARGV[2] ~= 'timeout' then return {} end
+  local openUntil = tonumber(redis.call('HGET', KEYS[1], 'open_until') or '0')
+  -- Already open: attempts that began before it opened change nothing.
+  if openUntil > now then return {} end
+  local fails = redis.call('HINCRBY', KEYS[1], 'fails', 1)
+  if openUntil == 0 and fails < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[1], 86400000)
+    return {}
+  end
+  local base = tonumber(ARGV[4])
+  local cooldown = base
+  if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', KEYS[1], 'cooldown') or base) * 2, base * 32) end
+  redis.call('HSET', KEYS[1], 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
+  redis.call('HDEL', KEYS[1], 'probe_until')
+  redis.call('PEXPIRE', KEYS[1], 86400000)
+  return {}`;
 
 type LimiterRedis = Redis & {
-  acquireSlot(key: string, now: number, expiresAt: number, cap: number, holder: string, ttl: number): Promise<number>;
+  acquireSlot(
+    slots: string,
+    breaker: string,
+    waiters: string,
+    now: number,
+    expiresAt: number,
+    cap: number,
+    holder: string,
+    ttl: number,
+    jobId: string,
+    waitersTtl: number,
+  ): Promise<[number, number]>;
+  releaseSlot(slots: string, waiters: string, holder: string): Promise<string[]>;
+  reportOutcome(
+    breaker: string,
+    waiters: string,
+    now: number,
+    outcome: string,
+    threshold: number,
+    cooldownMs: number,
+    cap: number,
+  ): Promise<string[]>;
 };
 
+export type Admission = { admitted: true } | { admitted: false; until: number | null };
+
+/** What an attempt showed of its destination: timed out, answered (any HTTP status), or neither. */
+export type DestinationSignal = 'timeout' | 'answered' | 'other';
+
+const WAITERS_TTL_MS = 3_600_000;
+const UNCAPPED = 1_000_000_000;
+
 /**
- * Caps attempts in flight per destination host across all workers, so one slow or dead receiver
- * cannot take every worker slot from the healthy ones.
+ * Per-destination (host:port) admission across all workers: an in-flight cap, so one slow or dead
+ * receiver cannot take every slot, and a circuit breaker, so a destination that keeps timing out is
+ * paused, then probed by one attempt, instead of holding slots. Jobs turned away wait in a list and are
+ * woken by the release that frees their turn.
  */
 @Injectable()
 export class DestinationLimiter implements OnModuleDestroy {
@@ -33,28 +121,70 @@ export class DestinationLimiter implements OnModuleDestroy {
       lazyConnect: true,
       enableAutoPipelining: true,
     }) as LimiterRedis;
-    this.redis.defineCommand('acquireSlot', { numberOfKeys: 1, lua: ACQUIRE });
+    this.redis.defineCommand('acquireSlot', { numberOfKeys: 3, lua: ACQUIRE });
+    this.redis.defineCommand('releaseSlot', { numberOfKeys: 2, lua: RELEASE });
+    this.redis.defineCommand('reportOutcome', { numberOfKeys: 2, lua: REPORT });
     this.redis.on('error', () => undefined); // reported by the operations that fail
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
   }
 
-  get enabled(): boolean {
-    return this.config.maxInFlightPerDestination > 0;
+  private get cap(): number {
+    return this.config.maxInFlightPerDestination || UNCAPPED;
   }
 
-  private key(destination: string): string {
-    return `${this.config.queuePrefix}:inflight:${destination}`;
+  private keys(destination: string) {
+    const base = `${this.config.queuePrefix}:dest:${destination}`;
+    return { slots: `${base}:inflight`, breaker: `${base}:breaker`, waiters: `${base}:waiters` };
   }
 
-  async acquire(destination: string, holder: string): Promise<boolean> {
+  /** `holder` names this attempt (delivery id and job lock token); `jobId` is what a release wakes. */
+  async acquire(destination: string, holder: string, jobId: string): Promise<Admission> {
+    const { slots, breaker, waiters } = this.keys(destination);
     const now = Date.now();
-    const cap = this.config.maxInFlightPerDestination;
     const ttl = this.slotTtlMs;
-    return (await this.redis.acquireSlot(this.key(destination), now, now + ttl, cap, holder, ttl)) === 1;
+    const [admitted, until] = await this.redis.acquireSlot(
+      slots,
+      breaker,
+      waiters,
+      now,
+      now + ttl,
+      this.cap,
+      holder,
+      ttl,
+      jobId,
+      WAITERS_TTL_MS,
+    );
+    return admitted === 1 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null };
   }
 
-  async release(destination: string, holder: string): Promise<void> {
-    await this.redis.zrem(this.key(destination), holder).catch(() => undefined);
+  /** Frees the slot; returns the job ids to wake (promote). */
+  async release(destination: string, holder: string): Promise<string[]> {
+    const { slots, waiters } = this.keys(destination);
+    return this.redis.releaseSlot(slots, waiters, holder).catch(() => []);
+  }
+
+  /** Feeds the circuit breaker; returns the job ids to wake when it closes. */
+  async report(destination: string, signal: DestinationSignal): Promise<string[]> {
+    const { threshold, cooldownMs } = this.config.breaker;
+    if (threshold === 0 || signal === 'other') return [];
+    const { breaker, waiters } = this.keys(destination);
+    return this.redis
+      .reportOutcome(breaker, waiters, Date.now(), signal, threshold, cooldownMs, Math.min(this.cap, 1000))
+      .catch(() => []);
+  }
+
+  /** True when a slot is free now (a job that just went to wait checks it, in case its wake was missed). */
+  async hasRoom(destination: string): Promise<boolean> {
+    const { slots } = this.keys(destination);
+    const now = Date.now();
+    const results = await this.redis
+      .multi()
+      .zremrangebyscore(slots, '-inf', now)
+      .zcard(slots)
+      .exec()
+      .catch(() => null);
+    const count = results?.[1]?.[1];
+    return typeof count === 'number' && count < this.cap;
   }
 
   async onModuleDestroy(): Promise<void> {

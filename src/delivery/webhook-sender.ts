@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { Agent, request } from 'undici';
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { assertPublicLiteral, ForbiddenDestinationError, guardedLookup, type Resolver } from './ssrf-guard.js';
@@ -18,20 +19,26 @@ export interface SendResult {
   durationMs: number;
 }
 
+export interface Outgoing {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** A connection to the destination, established before anything is decided or written. */
+export type Connection =
+  | {
+      ok: true;
+      /** Writes the request; `written` runs once it has been handed to the socket. */
+      send(outgoing: Outgoing, written: () => void): Promise<SendResult>;
+      /** Drops the connection without sending (the delivery was not to be attempted after all). */
+      abandon(): void;
+    }
+  | { ok: false; result: SendResult };
+
 export const SSRF_RESOLVER = Symbol('SSRF_RESOLVER');
 
 class ResponseTooLargeError extends Error {}
-
-async function readCapped(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > MAX_RESPONSE_BYTES) throw new ResponseTooLargeError(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
+class TimeoutError extends Error {}
 
 /** The first 2 KiB as text Postgres can store: no NUL, no character cut in half. */
 export function excerptOf(raw: Buffer): string {
@@ -42,75 +49,157 @@ export function excerptOf(raw: Buffer): string {
   return new TextDecoder().decode(bytes.subarray(0, RESPONSE_EXCERPT_BYTES), { stream: true });
 }
 
-function describe(error: unknown, timeoutMs: number): string {
+function describe(error: unknown): string {
   if (error instanceof ForbiddenDestinationError || error instanceof ResponseTooLargeError) return error.message;
-  const e = error as { name?: string; code?: string; message?: string; cause?: unknown };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `Timed out after ${timeoutMs} ms`;
+  if (error instanceof TimeoutError) return error.message;
+  const e = error as { code?: string; message?: string; cause?: unknown };
   if (e.cause instanceof ForbiddenDestinationError) return e.cause.message;
   return [e.code, e.message].filter(Boolean).join(': ') || 'Request failed';
 }
 
-/** POSTs one signed payload; never throws: every outcome is a SendResult. */
+const failure = (error: unknown, durationMs: number): SendResult => ({
+  ok: false,
+  statusCode: null,
+  responseExcerpt: null,
+  retryAfter: undefined,
+  error: describe(error),
+  durationMs,
+});
+
+/** Rejects with a TimeoutError (and destroys the request) unless `promise` settles within `ms`. */
+function within<T>(req: ClientRequest, ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new TimeoutError(`Timed out after ${ms} ms`);
+      req.destroy(error);
+      reject(error);
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function readCapped(response: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_RESPONSE_BYTES) throw new ResponseTooLargeError(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * POSTs signed payloads over keep-alive connections. Node's http client rather than undici: the removal
+ * fence needs the socket connected *before* the webhook's lock is taken and the request written right
+ * after, and undici offers no point between "connected" and "written" where a caller may wait (its
+ * dispatch hooks are synchronous), so a host that never accepts would hold the lock.
+ */
 @Injectable()
 export class WebhookSender implements OnModuleDestroy {
-  private readonly agent: Agent;
+  private readonly agents: { 'http:': http.Agent; 'https:': https.Agent };
+  private readonly lookup: ReturnType<typeof guardedLookup> | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(SSRF_RESOLVER) resolver: Resolver | undefined,
   ) {
-    this.agent = new Agent({
-      keepAliveTimeout: 30_000,
-      connections: 256,
-      connect: config.allowPrivateTargets
-        ? { timeout: config.deliveryTimeoutMs }
-        : {
-            timeout: config.deliveryTimeoutMs,
-            lookup: guardedLookup(resolver),
-          },
-    });
+    // Idle sockets close after 4 s, before the 5 s keep-alive of common servers drops them under a request.
+    const options = { keepAlive: true, timeout: 4_000, scheduling: 'lifo' as const };
+    this.agents = { 'http:': new http.Agent(options), 'https:': new https.Agent(options) };
+    this.lookup = config.allowPrivateTargets ? undefined : guardedLookup(resolver);
   }
 
-  async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
+  /** Connects to the url's host (a kept-alive socket when there is one); never throws. */
+  async connect(url: string): Promise<Connection> {
     const started = performance.now();
     const timeoutMs = this.config.deliveryTimeoutMs;
+    let req: ClientRequest;
+    try {
+      const target = new URL(url);
+      if (!this.config.allowPrivateTargets) assertPublicLiteral(target.hostname);
+      const transport = target.protocol === 'https:' ? https : http;
+      req = transport.request(target, {
+        method: 'POST',
+        agent: this.agents[target.protocol as 'http:' | 'https:'],
+        headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT },
+        ...(this.lookup ? { lookup: this.lookup } : {}),
+      });
+    } catch (error) {
+      return { ok: false, result: failure(error, Math.round(performance.now() - started)) };
+    }
+    const failed = new Promise<never>((_, reject) => req.on('error', reject));
+    failed.catch(() => undefined); // observed below; a late error must not be unhandled
+    try {
+      await within(req, timeoutMs, Promise.race([connected(req), failed]));
+    } catch (error) {
+      req.destroy();
+      return { ok: false, result: failure(error, Math.round(performance.now() - started)) };
+    }
+    return {
+      ok: true,
+      send: (outgoing, written) => this.write(req, failed, outgoing, written),
+      abandon: () => req.destroy(),
+    };
+  }
+
+  /** Connects and POSTs in one go (no fence): for callers with nothing to decide in between. */
+  async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
+    const connection = await this.connect(url);
+    if (!connection.ok) return connection.result;
+    return connection.send({ body, headers }, () => undefined);
+  }
+
+  private async write(
+    req: ClientRequest,
+    failed: Promise<never>,
+    { body, headers }: Outgoing,
+    written: () => void,
+  ): Promise<SendResult> {
+    const started = performance.now();
     const done = (result: Omit<SendResult, 'durationMs'>): SendResult => ({
       ...result,
       durationMs: Math.round(performance.now() - started),
     });
+    const timeoutMs = this.config.deliveryTimeoutMs;
+    let response: IncomingMessage;
     try {
-      if (!this.config.allowPrivateTargets) assertPublicLiteral(new URL(url).hostname);
-      const response = await request(url, {
-        dispatcher: this.agent,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...headers },
-        body,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      const statusCode = response.statusCode;
-      const header = response.headers['retry-after'];
-      const retryAfter = Array.isArray(header) ? header[0] : header;
-      try {
-        const raw = await readCapped(response.body);
-        const excerpt = excerptOf(raw);
-        const ok = statusCode >= 200 && statusCode < 300;
-        return done({ ok, statusCode, responseExcerpt: excerpt, retryAfter, error: null });
-      } catch (error) {
-        response.body.destroy();
-        return done({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error, timeoutMs) });
-      }
+      for (const [name, value] of Object.entries(headers)) req.setHeader(name, value);
+      req.setHeader('content-length', Buffer.byteLength(body));
+      const answered = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
+      req.end(body); // a connected socket takes the request synchronously
+      setImmediate(written);
+      response = await within(req, timeoutMs, Promise.race([answered, failed]));
     } catch (error) {
-      return done({
-        ok: false,
-        statusCode: null,
-        responseExcerpt: null,
-        retryAfter: undefined,
-        error: describe(error, timeoutMs),
-      });
+      setImmediate(written);
+      return done(failure(error, 0));
+    }
+    const statusCode = response.statusCode ?? null;
+    const header = response.headers['retry-after'];
+    const retryAfter = Array.isArray(header) ? header[0] : header;
+    try {
+      const raw = await within(req, Math.max(1, timeoutMs - (performance.now() - started)), readCapped(response));
+      const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
+      return done({ ok, statusCode, responseExcerpt: excerptOf(raw), retryAfter, error: null });
+    } catch (error) {
+      req.destroy();
+      return done({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error) });
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
-    await this.agent.close();
+  onModuleDestroy(): void {
+    this.agents['http:'].destroy();
+    this.agents['https:'].destroy();
   }
+}
+
+/** Resolves once the request has a socket that is connected (and, for https, past its handshake). */
+function connected(req: ClientRequest): Promise<void> {
+  return new Promise((resolve) => {
+    req.once('socket', (socket) => {
+      if (req.reusedSocket || !socket.connecting) return resolve();
+      socket.once(req.protocol === 'https:' ? 'secureConnect' : 'connect', () => resolve());
+    });
+  });
 }

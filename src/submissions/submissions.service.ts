@@ -85,7 +85,7 @@ export class SubmissionsService {
       calculatorId,
       workspaceId,
     ]);
-    const outbox = webhooks.map((w) => ({ deliveryId: newId(), url: w.url }));
+    const outbox = webhooks.map((w) => ({ deliveryId: newId(), url: w.url, workspaceId }));
     const now = new Date();
     const submission: SubmissionEntity = {
       id: newId(),

@@ -1,7 +1,7 @@
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
-describe('an attempt whose Postgres connection dies while it sends', () => {
+describe('Postgres while a receiver holds the request', () => {
   let t: TestApp;
   let receiver: Receiver;
   beforeAll(async () => {
@@ -12,7 +12,7 @@ describe('an attempt whose Postgres connection dies while it sends', () => {
       DELIVERY_RETRY_SCHEDULE: '100ms,100ms,100ms',
       SWEEP_INTERVAL_MS: '200',
     });
-    // The first request is held long enough to kill the attempt's connection under it.
+    // The first request is held long enough to look at Postgres and kill connections under it.
     receiver = await Receiver.start((_request, index) => ({ status: 200, delayMs: index === 0 ? 800 : 0 }));
   });
   afterAll(async () => {
@@ -20,7 +20,7 @@ describe('an attempt whose Postgres connection dies while it sends', () => {
     await t.close();
   });
 
-  it('leaves the worker running and delivers again, with the same webhook-id', async () => {
+  it('holds no transaction, and survives every connection being killed, recording the attempt', async () => {
     const { workspace, key } = await createWorkspace(t);
     const calc = await createCalculator(t, workspace.id);
     const api = (method: 'post', path: string) => t.http()[method](`/api/v1${path}`).set('x-ac-api-key', key);
@@ -32,12 +32,17 @@ describe('an attempt whose Postgres connection dies while it sends', () => {
       .expect(200);
     await waitFor(() => receiver.requests.length === 1, 5_000, 'the first attempt');
 
-    // The attempt's transaction waits, idle, for the receiver's answer: end its backend as a crash would.
+    const inTransaction: unknown[] = await t.dataSource.query(
+      `SELECT pid FROM pg_stat_activity
+       WHERE datname = current_database() AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()`,
+    );
+    expect(inTransaction).toEqual([]);
+    // A crash of every pooled connection while the receiver thinks: nothing of the attempt lived on them.
     const killed: unknown[] = await t.dataSource.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-       WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
+       WHERE datname = current_database() AND pid <> pg_backend_pid()`,
     );
-    expect(killed).toHaveLength(1);
+    expect(killed.length).toBeGreaterThan(0);
 
     const [delivery] = await waitFor(
       async () => {
@@ -49,9 +54,8 @@ describe('an attempt whose Postgres connection dies while it sends', () => {
       10_000,
       'the delivery to end',
     );
-    // The killed attempt was never recorded: the one that succeeded is attempt 1, sent a second time.
-    expect(delivery).toEqual({ status: 'succeeded', attempt_count: 1 });
-    expect(receiver.requests).toHaveLength(2);
-    expect(receiver.requests[1].headers['webhook-id']).toBe(receiver.requests[0].headers['webhook-id']);
+    expect(delivery.status).toBe('succeeded');
+    // At least once: if the record had to be retried, the receiver saw the same webhook-id again.
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(1);
   });
 });

@@ -36,8 +36,26 @@ export class EnvironmentVariables {
   @Transform(int)
   @IsInt()
   @Min(1)
+  @Max(10000)
+  WORKER_CONCURRENCY = 500;
+
+  @Transform(int)
+  @IsInt()
+  @Min(2)
   @Max(1000)
-  WORKER_CONCURRENCY = 50;
+  DATABASE_POOL_SIZE = 10;
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  DELIVERY_BREAKER_THRESHOLD = 5;
+
+  @Transform(int)
+  @IsInt()
+  @Min(100)
+  @Max(3600000)
+  DELIVERY_BREAKER_COOLDOWN_MS = 30000;
 
   @Transform(int)
   @IsInt()
@@ -117,6 +135,10 @@ export interface AppConfig {
   migrationsRun: boolean;
   workerEnabled: boolean;
   workerConcurrency: number;
+  /** Connections in this process's Postgres pool; no longer grows with the worker's concurrency. */
+  databasePoolSize: number;
+  /** Consecutive timeouts after which a destination is paused (0 = no circuit breaker), and for how long. */
+  breaker: { threshold: number; cooldownMs: number };
   deliveryTimeoutMs: number;
   /** Delays in ms before attempt 2, 3, ...; attempts in all = length + 1. */
   retryScheduleMs: number[];
@@ -184,6 +206,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     migrationsRun: env.MIGRATIONS_RUN,
     workerEnabled: env.WORKER_ENABLED,
     workerConcurrency: env.WORKER_CONCURRENCY,
+    databasePoolSize: env.DATABASE_POOL_SIZE,
+    breaker: { threshold: env.DELIVERY_BREAKER_THRESHOLD, cooldownMs: env.DELIVERY_BREAKER_COOLDOWN_MS },
     deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,

@@ -9,6 +9,7 @@ import type { AppConfig } from '../config/config.js';
 import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
 import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
 import { BeginDeliveryAttempt1763910000000 } from './migrations/1763910000000-begin-delivery-attempt.js';
+import { AttemptLease1764100000000 } from './migrations/1764100000000-attempt-lease.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   InitialSchema1763740000000,
   ApiKeyRevocationNotify1763900000000,
   BeginDeliveryAttempt1763910000000,
+  AttemptLease1764100000000,
 ];
 
 export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceOptions {

@@ -9,7 +9,7 @@ import { dataSourceOptions } from './data-source.js';
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        ...dataSourceOptions(config, config.workerEnabled ? config.workerConcurrency + 10 : 20),
+        ...dataSourceOptions(config, config.databasePoolSize),
         // The app never blocks start-up retrying: a down database is reported and the process exits.
         retryAttempts: 0,
       }),

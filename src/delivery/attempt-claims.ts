@@ -1,0 +1,132 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { PoolClient } from 'pg';
+import { DataSource } from 'typeorm';
+import { Batcher } from '../core/batcher.js';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { poolOf, prepared, queryPreparedOn } from '../core/database/prepared.js';
+
+export interface AttemptContext {
+  attempt_count: number;
+  max_attempts: number;
+  webhook_id: string;
+  url: string;
+  secret: string;
+  submission_id: string;
+  calculator_id: string;
+  finished: boolean;
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * `claimed`: the webhook's lock is held until `written()` is called, right after the request has been
+ * handed to the socket; `cancelled`: the webhook was removed (the delivery is now cancelled);
+ * `busy`: another attempt holds the lease; `ended`: not pending any more (or gone).
+ */
+export type Claim =
+  { outcome: 'claimed'; context: AttemptContext; written: () => void } | { outcome: 'cancelled' | 'busy' | 'ended' };
+
+type ClaimRow = AttemptContext & { delivery_id: string; outcome: 'claimed' | 'cancelled' | 'busy' | 'ended' };
+
+const CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
+const UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_unlock_all()');
+
+// A request is handed to its socket within a tick of its claim; this bound only guards against a bug.
+const FENCE_MAX_MS = 5_000;
+const MAX_BATCH = 200;
+
+/**
+ * The removal fence, worker side. DELETE /webhooks/{id} takes the webhook's lock exclusively
+ * (webhook-lock.ts); a claim takes it shared, checks the webhook and the delivery with a snapshot from
+ * after the lock, and keeps it only until the request is written: so DELETE waits for requests being
+ * written, never for receivers, and no request starts after DELETE has returned. The connection is
+ * back in the pool as soon as the batch's requests are written; no transaction is open meanwhile.
+ */
+@Injectable()
+export class AttemptClaims {
+  private readonly logger = new Logger('AttemptClaims');
+  private readonly batcher: Batcher<string, Claim>;
+  private readonly leaseMs: number;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    // Claims may use half the pool at once; records, the sweeper and the rest keep the other half.
+    const concurrent = Math.max(1, Math.floor(config.databasePoolSize / 2));
+    this.batcher = new Batcher((ids) => this.claimBatch(ids), concurrent, MAX_BATCH);
+    this.leaseMs = config.deliveryTimeoutMs * 2 + 10_000;
+  }
+
+  claim(deliveryId: string): Promise<Claim> {
+    return this.batcher.add(deliveryId);
+  }
+
+  private async claimBatch(ids: string[]): Promise<Claim[]> {
+    const client = await poolOf(this.dataSource).connect();
+    let broken: Error | undefined;
+    // An unheard 'error' on a checked-out client would crash the process (Postgres restarting).
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
+    let rows: ClaimRow[];
+    try {
+      rows = await queryPreparedOn<ClaimRow>(client, CLAIM, [ids, this.leaseMs]);
+    } catch (error) {
+      // Session-level locks the claim took before failing go with the connection.
+      client.off('error', onError);
+      client.release(true);
+      throw error;
+    }
+    const byId = new Map(rows.map((row) => [row.delivery_id, row]));
+    let held = rows.filter((row) => row.outcome === 'claimed').length;
+    const detach = () => {
+      client.off('error', onError);
+      return broken;
+    };
+    if (held === 0) client.release(detach()); // nothing locked: the function unlocked what it did not claim
+    const unlock = this.unlocker(client, detach);
+    const timer = held > 0 ? setTimeout(() => this.unlockLate(unlock), FENCE_MAX_MS) : undefined;
+    const writtenOnce = () => {
+      let called = false;
+      return () => {
+        if (called) return;
+        called = true;
+        if (--held > 0) return;
+        clearTimeout(timer);
+        unlock();
+      };
+    };
+    return ids.map((id): Claim => {
+      const row = byId.get(id);
+      if (!row) return { outcome: 'ended' };
+      if (row.outcome !== 'claimed') return { outcome: row.outcome };
+      return { outcome: 'claimed', context: row, written: writtenOnce() };
+    });
+  }
+
+  private unlockLate(unlock: () => void): void {
+    this.logger.warn(`Requests not written within ${FENCE_MAX_MS} ms of their claim: unlocking their webhooks`);
+    unlock();
+  }
+
+  /** Releases every lock of the batch (one statement), then the connection; once. */
+  private unlocker(client: PoolClient, detach: () => Error | undefined): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      queryPreparedOn(client, UNLOCK, []).then(
+        () => client.release(detach()),
+        // A connection that cannot unlock is closed, which releases its locks.
+        (error: Error) => {
+          detach();
+          client.release(error);
+        },
+      );
+    };
+  }
+}
