@@ -16,6 +16,8 @@ export interface SendResult {
   retryAfter: string | undefined;
   error: string | null;
   durationMs: number;
+  /** The SSRF guard refused the destination: retrying would be refused again. */
+  refused?: true;
 }
 
 export const SSRF_RESOLVER = Symbol('SSRF_RESOLVER');
@@ -106,6 +108,7 @@ export class WebhookSender implements OnModuleDestroy {
         responseExcerpt: null,
         retryAfter: undefined,
         error: describe(error, timeoutMs),
+        ...(ForbiddenDestinationError.isRefusal(error) && { refused: true }),
       });
     }
   }
