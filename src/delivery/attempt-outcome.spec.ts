@@ -57,6 +57,11 @@ describe('decideOutcome', () => {
     expect(outcome).toEqual({ status: 'failed', reason: expect.stringContaining('410') });
   });
 
+  it('ends the delivery failed at once when the SSRF guard refused it, with the rule as the reason', () => {
+    const error = 'Destination 10.0.0.5 refused by the SSRF guard: private-use 10.0.0.0/8';
+    expect(decide({ ...networkError(error), refused: true })).toEqual({ status: 'failed', reason: error });
+  });
+
   it('ends the delivery failed when the last attempt fails', () => {
     expect(decide(answered(500), MAX_ATTEMPTS)).toEqual({ status: 'failed', reason: 'Receiver answered HTTP 500' });
     expect(decide(networkError('Timed out after 1000 ms'), MAX_ATTEMPTS)).toEqual({

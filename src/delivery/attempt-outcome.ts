@@ -22,6 +22,8 @@ export function decideOutcome(
 ): AttemptOutcome {
   if (result.ok) return { status: 'succeeded' };
   const reason = describeFailure(result);
+  // Refused by the SSRF guard: every retry would be refused again.
+  if (result.refused) return { status: 'failed', reason };
   // 410 Gone: the receiver says it will never accept this delivery.
   if (result.statusCode === 410) return { status: 'failed', reason: `${reason} (410 Gone ends the delivery)` };
   if (attemptNumber >= maxAttempts) return { status: 'failed', reason };

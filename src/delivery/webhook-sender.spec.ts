@@ -76,8 +76,8 @@ describe('WebhookSender', () => {
       ['a name resolving to a loopback address', () => `http://rebind.test:${port()}/hook`],
     ])('refuses %s and sends nothing', async (_what, url) => {
       const result = await sender(false).send(url(), '{}', {});
-      expect(result).toMatchObject({ ok: false, statusCode: null });
-      expect(result.error).toMatch(/not publicly routable|non-public address|ENOTFOUND/);
+      expect(result).toMatchObject({ ok: false, statusCode: null, refused: true });
+      expect(result.error).toMatch(/refused by the SSRF guard: loopback/);
       expect(receiver.requests).toHaveLength(0);
     });
   });

@@ -17,6 +17,8 @@ export interface SendResult {
   retryAfter: string | undefined;
   error: string | null;
   durationMs: number;
+  /** The SSRF guard refused the destination: retrying would be refused again. */
+  refused?: true;
 }
 
 export interface Outgoing {
@@ -64,6 +66,7 @@ const failure = (error: unknown, durationMs: number): SendResult => ({
   retryAfter: undefined,
   error: describe(error),
   durationMs,
+  ...(ForbiddenDestinationError.isRefusal(error) && { refused: true }),
 });
 
 /** Rejects with a TimeoutError (and destroys the request) unless `promise` settles within `ms`. */

@@ -42,6 +42,21 @@ class HttpUrlConstraint implements ValidatorConstraintInterface {
   }
 }
 
+// Credentials in the URL would be shown in every response and log; a receiver authenticates deliveries by their signature.
+@ValidatorConstraint({ name: 'noCredentials' })
+class NoCredentialsConstraint implements ValidatorConstraintInterface {
+  // A value that is not a URL is HttpUrlConstraint's to report.
+  validate(value: unknown): boolean {
+    if (typeof value !== 'string' || !URL.canParse(value)) return true;
+    const url = new URL(value);
+    return url.username === '' && url.password === '';
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must not contain credentials (user:password@ or user@ before the host)`;
+  }
+}
+
 @ValidatorConstraint({ name: 'cuid2Each' })
 class Cuid2EachConstraint implements ValidatorConstraintInterface {
   // A non-array is IsArray's to report; this message reads the array's entries.
@@ -74,12 +89,16 @@ export class CreateWebhookDto {
   @ApiProperty({
     format: 'uri',
     maxLength: MAX_URL_LENGTH,
-    description: 'Absolute http(s) URL that receives the data',
+    description:
+      'Absolute http(s) URL that receives the data, without credentials (`user:password@`). While the SSRF guard ' +
+      'is on (production), a host that is `localhost` (or `*.localhost`) or a non-public IP literal (IPv4, or an ' +
+      'IPv6 form embedding one) is refused; a name is checked when a delivery is sent.',
     example: 'https://example.com/hooks/calc',
   })
   @IsString()
   @MaxLength(MAX_URL_LENGTH)
   @Validate(HttpUrlConstraint)
+  @Validate(NoCredentialsConstraint)
   url: string;
 
   @ApiProperty({

@@ -9,6 +9,7 @@ import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { CalculatorsService } from '../calculators/calculators.service.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
 import { lockWebhookForRemoval } from './webhook-lock.js';
@@ -85,6 +86,7 @@ export class WebhooksService {
   }
 
   async create(workspaceId: string, dto: CreateWebhookDto): Promise<WebhookEntity> {
+    this.assertDestinationAllowed(dto.url);
     const calculatorIds = [...new Set(dto.calculators)];
     const triggers = [...new Set(dto.triggers ?? TRIGGER_TYPES)];
     const existing = await this.calculators.existingIds(workspaceId, calculatorIds);
@@ -131,6 +133,18 @@ export class WebhooksService {
       );
       return webhook;
     });
+  }
+
+  /** While the SSRF guard is on, a host it would refuse at send time without any lookup is refused now. */
+  private assertDestinationAllowed(url: string): void {
+    if (this.config.allowPrivateTargets) return;
+    const { hostname } = new URL(url);
+    const rule = forbiddenHostRule(hostname);
+    if (!rule) return;
+    throw ApiError.invalidField(
+      'url',
+      `url must have a public host: ${hostname} is refused by the SSRF guard: ${rule}`,
+    );
   }
 
   async get(workspaceId: string, id: string): Promise<WebhookEntity> {

@@ -1,6 +1,7 @@
 import type { CalculatorEntity } from '../../src/calculators/calculator.entity.js';
 import {
   client,
+  expectBadRequest,
   expectNoWebhook,
   expectWebhookShape,
   getWebhook,
@@ -12,6 +13,7 @@ import {
   WEBHOOK_LIST_ITEM_KEYS,
   type Client,
 } from '../support/management-api.js';
+import { snapshotDatabase } from '../support/hostile-input.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hooks/calc';
@@ -138,6 +140,26 @@ describe('webhooks', () => {
       expect(listed.calculators.map((c) => c.id).sort()).toEqual([...ids].sort());
     });
 
+    it.each([
+      'https://user:pass@receiver.example.com/hooks/calc',
+      'https://user@receiver.example.com/hooks/calc',
+      'https://:pass@receiver.example.com/hooks/calc',
+      'http://user:pass@127.0.0.1:8080/hook',
+    ])('rejects the url %s, which carries credentials, with 400 naming url and writes nothing', async (url) => {
+      const { api, calcs } = await setup();
+      const before = await snapshotDatabase(t);
+      const error = expectBadRequest(await api.post('/webhooks', { url, calculators: [calcs[0].id] }), 'url');
+      expect(error.details).toEqual([{ field: 'url', message: expect.stringMatching(/must not contain credentials/) }]);
+      expect(await snapshotDatabase(t)).toEqual(before);
+    });
+
+    it('accepts localhost and private IP literals while the SSRF guard is off (development, tests)', async () => {
+      const { api, calcs } = await setup();
+      for (const url of ['http://localhost:8080/hook', 'http://127.0.0.1:8080/hook', 'http://[::ffff:10.0.0.1]/hook']) {
+        expect((await registerWebhook(api, { url, calculators: [calcs[0].id] })).url).toBe(url);
+      }
+    });
+
     it('never returns the signing secret', async () => {
       const { api, calcs } = await setup();
       const webhook = await registerWebhook(api, { url: RECEIVER, calculators: [calcs[0].id] });
@@ -249,5 +271,48 @@ describe('webhooks', () => {
       expect(await getWebhook(api, keep.id)).toEqual(keep);
       expect(list[0].calculators).toEqual([{ id: calcs[0].id, name: 'Mortgage' }]);
     });
+  });
+});
+
+describe('POST /webhooks with the SSRF guard on (WEBHOOK_ALLOW_PRIVATE_TARGETS=false)', () => {
+  let t: TestApp;
+  let api: Client;
+  let calculatorId: string;
+  beforeAll(async () => {
+    t = await createTestApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    const { workspace, key } = await createWorkspace(t);
+    api = client(t, key);
+    calculatorId = (await createCalculator(t, workspace.id)).id;
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    ['http://localhost/hook', 'loopback name localhost (RFC 6761)'],
+    ['http://localhost.:8080/hook', 'loopback name localhost (RFC 6761)'],
+    ['https://api.localhost/hook', 'loopback name localhost (RFC 6761)'],
+    ['http://127.0.0.1:8080/hook', 'loopback 127.0.0.0/8'],
+    ['http://0x7f.1/hook', 'loopback 127.0.0.0/8'],
+    ['http://169.254.169.254/latest/meta-data', 'link-local 169.254.0.0/16'],
+    ['http://[::1]/hook', 'loopback ::1/128'],
+    ['http://[::127.0.0.1]/hook', 'IPv4-compatible IPv6 embedding loopback 127.0.0.0/8'],
+    ['http://[::ffff:0:7f00:1]/hook', 'IPv4-translated IPv6 embedding loopback 127.0.0.0/8'],
+    ['http://[::ffff:10.0.0.1]/hook', 'IPv4-mapped IPv6 embedding private-use 10.0.0.0/8'],
+    ['http://[2002:a9fe:a9fe::1]/hook', '6to4 IPv6 embedding link-local 169.254.0.0/16'],
+    ['http://[64:ff9b::10.0.0.1]/hook', 'NAT64 IPv6 embedding private-use 10.0.0.0/8'],
+    ['http://[64:ff9b:1:7f00:0:100::]/hook', 'local-use NAT64 IPv6 embedding loopback 127.0.0.0/8'],
+  ])('rejects %s with 400 naming url and the rule (%s), writing nothing', async (url, rule) => {
+    const before = await snapshotDatabase(t);
+    const error = expectBadRequest(await api.post('/webhooks', { url, calculators: [calculatorId] }), 'url');
+    expect(error.details).toEqual([{ field: 'url', message: expect.stringContaining(`SSRF guard: ${rule}`) }]);
+    expect(await snapshotDatabase(t)).toEqual(before);
+  });
+
+  it.each([
+    'http://93.184.216.34/hook',
+    'https://[::ffff:93.184.216.34]/hook',
+    'https://[2606:4700::1111]/hook',
+    RECEIVER,
+  ])('accepts %s, a public literal or a name (names are checked at send time)', async (url) => {
+    expect((await registerWebhook(api, { url, calculators: [calculatorId] })).url).toBe(url);
   });
 });
