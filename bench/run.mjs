@@ -45,7 +45,7 @@ const settings = {
   deliveries: envInt('BENCH_DELIVERIES', 20_000),
   latencyRate: envInt('BENCH_LATENCY_RATE', 300),
   latencyDurationSec: envInt('BENCH_LATENCY_DURATION', 10),
-  workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null), // null: the service's default (50)
+  workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null), // null: the service's default
   maxInFlightPerDestination: envInt('BENCH_MAX_IN_FLIGHT', 1000),
   logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
   rateLimitPerMinute: envInt('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
@@ -55,6 +55,9 @@ const settings = {
   /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike; the image's unless set (empty: none). */
   nodeOptions: process.env.BENCH_NODE_OPTIONS ?? IMAGE_NODE_OPTIONS,
 };
+
+// The service's WORKER_CONCURRENCY default (src/core/config/config.ts), for the BullMQ ceiling's like-for-like run.
+const SERVICE_DEFAULT_CONCURRENCY = 500;
 
 const PHASE_KEYS = [
   'ceiling-nest',
@@ -211,7 +214,7 @@ async function measureBullmqCeiling() {
       REDIS_URL,
       QUEUE_PREFIX: ceilingPrefix,
       JOBS: String(settings.deliveries),
-      CONCURRENCY: String(settings.workerConcurrency ?? 50),
+      CONCURRENCY: String(settings.workerConcurrency ?? SERVICE_DEFAULT_CONCURRENCY),
       REDIS_PID: String(redisPid ?? ''),
     },
     [],
@@ -331,19 +334,9 @@ async function createSubmissions(dataset, count) {
   await pool.close();
 }
 
-// What the service uses besides the workers: the api's pool, its key-cache LISTEN, and a little room.
-const NON_WORKER_CONNECTIONS = 25;
-const WORKER_EXTRA_CONNECTIONS = 10; // a worker's pool is WORKER_CONCURRENCY + 10
-
-/**
- * WORKER_CONCURRENCY for each of `workerCount` workers: the configured one, lowered when the workers'
- * pools would not fit in Postgres's max_connections (an attempt holds a connection while it sends).
- */
-async function concurrencyPerWorker(workerCount) {
-  const configured = settings.workerConcurrency ?? 50;
-  const [{ max_connections: max }] = (await db.query('SHOW max_connections')).rows;
-  const fitting = Math.floor((Number(max) - NON_WORKER_CONNECTIONS) / workerCount) - WORKER_EXTRA_CONNECTIONS;
-  return Math.min(configured, fitting);
+/** WORKER_CONCURRENCY of each worker: BENCH_WORKER_CONCURRENCY, or the service's default. */
+async function concurrencyPerWorker() {
+  return settings.workerConcurrency ?? SERVICE_DEFAULT_CONCURRENCY;
 }
 
 async function spawnWorker(n, concurrency) {

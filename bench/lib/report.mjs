@@ -212,7 +212,7 @@ The same figures are in \`bench/results/latest.json\`.
 | machine CPU busy in the second before each phase (bench idle) | ${busyRange(machine.busyBefore)} |
 | code | ${results.code.commit}${results.code.dirty ? ' (work tree had uncommitted changes under src/)' : ''} |
 | command | \`${results.command}\` |
-| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (50)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel}; NODE_OPTIONS=${settings.nodeOptions || '(none)'} for the api, workers and NestJS ceiling |
+| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (500)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel}; NODE_OPTIONS=${settings.nodeOptions || '(none)'} for the api, workers and NestJS ceiling |
 
 Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=production, in-process
 worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator
@@ -246,9 +246,9 @@ ${httpTable(results)}
 ${fmt(settings.deliveries)} deliveries are created through the API with no worker running (the
 backlog of the HTTP runs is cleared first), then the worker processes start. Throughput is
 deliveries divided by the time from the first request the receiver got to the moment Postgres
-shows none pending (every attempt recorded). An attempt holds a Postgres connection while it
-sends, so when the workers' pools (WORKER_CONCURRENCY + 10 each) and the api's would not fit in the
-database's \`max_connections\`, each worker of the run gets the largest concurrency that fits.
+shows none pending (every attempt recorded). Each worker runs with the service's default
+concurrency unless \`BENCH_WORKER_CONCURRENCY\` is set, and its Postgres pool is \`DATABASE_POOL_SIZE\`
+whatever its concurrency.
 
 ${deliveryTable(results)}
 

@@ -81,7 +81,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const admission = await this.limiter.acquire(destination, `${deliveryId}:${token}`, jobId);
       if (!admission.admitted) {
-        await this.wait(job, token, admission.until ?? Date.now() + WAKE_FALLBACK_MS, destination);
+        // Paused by the breaker: wait until it may be probed. At the cap: wait to be woken by a release.
+        if (admission.until !== null) await this.wait(job, token, admission.until);
+        await this.wait(job, token, Date.now() + WAKE_FALLBACK_MS, destination);
       }
       holder = `${deliveryId}:${token}`;
       const result = await this.attempts.run(job.data);
