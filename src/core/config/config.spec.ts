@@ -37,9 +37,22 @@ describe('loadConfig', () => {
     ['SEED_DEMO', '1'],
     ['LOG_LEVEL', 'verbose'],
     ['QUEUE_PREFIX', 'has space'],
+    ['QUEUE_PREFIX', '{half'],
+    ['DATABASE_POOL_SIZE', '1'],
+    ['DELIVERY_BREAKER_THRESHOLD', '-1'],
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('takes a queue prefix in braces, a Redis Cluster hash tag', () => {
+    expect(loadConfig({ QUEUE_PREFIX: '{cw}' }).queuePrefix).toBe('{cw}');
+  });
+
+  it('sizes the Postgres pool on its own, not from the worker concurrency', () => {
+    const config = loadConfig({ WORKER_CONCURRENCY: '2000' });
+    expect(config.workerConcurrency).toBe(2000);
+    expect(config.databasePoolSize).toBe(10);
   });
 
   it('names every bad variable at once', () => {

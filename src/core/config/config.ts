@@ -16,7 +16,10 @@ export class EnvironmentVariables {
   @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
   REDIS_URL = 'redis://127.0.0.1:6379';
 
-  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ or -' })
+  // Braces make the prefix a Redis Cluster hash tag: every key of the queue then lives in one slot.
+  @Matches(/^(\{[A-Za-z0-9_-]{1,62}\}|[A-Za-z0-9_-]{1,64})$/, {
+    message: 'must be 1-64 letters, digits, _ or -, optionally in braces (a Redis Cluster hash tag)',
+  })
   QUEUE_PREFIX = 'cw';
 
   @Transform(int)
