@@ -55,23 +55,28 @@ export class DeliveryQueue {
    * failure here loses nothing: the sweeper enqueues due pending deliveries that have no job.
    */
   async enqueue(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
-    if (deliveries.length === 0) return;
     try {
-      await withTimeout(
-        ENQUEUE_TIMEOUT_MS,
-        this.queue.addBulk(
-          deliveries.map(({ deliveryId, url, jobId }) => ({
-            name: DELIVER_JOB,
-            data: { deliveryId, trigger, destination: destinationOf(url) },
-            opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
-          })),
-        ),
-      );
+      await this.add(deliveries, trigger);
     } catch (error) {
       this.logger.warn(
         `Enqueue of ${deliveries.length} deliveries deferred to the sweeper: ${(error as Error).message}`,
       );
     }
+  }
+
+  /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
+  async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
+    if (deliveries.length === 0) return;
+    await withTimeout(
+      ENQUEUE_TIMEOUT_MS,
+      this.queue.addBulk(
+        deliveries.map(({ deliveryId, url, jobId }) => ({
+          name: DELIVER_JOB,
+          data: { deliveryId, trigger, destination: destinationOf(url) },
+          opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
+        })),
+      ),
+    );
   }
 
   /** Drops the jobs of cancelled deliveries; one that is running finds its delivery cancelled. */
