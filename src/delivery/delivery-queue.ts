@@ -15,11 +15,23 @@ export interface DeliverJobData {
 export interface DeliveryToEnqueue {
   deliveryId: string;
   url: string;
-  /** Defaults to the delivery id; a manual retry uses its own, as the last job may not be gone yet. */
+  /** Defaults to the delivery id; a manual retry uses manualJobId, as the last job may not be gone yet. */
   jobId?: string;
 }
 
+/** A delivery whose jobs are to go: its id and its max_attempts. */
+export interface DeliveryJobs {
+  deliveryId: string;
+  maxAttempts: number;
+}
+
 export const destinationOf = (url: string): string => new URL(url).host;
+
+/**
+ * The job of a manual retry, named after the attempt it allows (max_attempts, which only a retry
+ * raises), so whoever cancels the delivery can name it from the row.
+ */
+export const manualJobId = (deliveryId: string, maxAttempts: number): string => `${deliveryId}-manual-${maxAttempts}`;
 
 /** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
 export const DELIVER_JOB_OPTIONS: JobsOptions = {
@@ -79,9 +91,16 @@ export class DeliveryQueue {
     );
   }
 
-  /** Drops the jobs of cancelled deliveries; one that is running finds its delivery cancelled. */
-  async remove(deliveryIds: string[]): Promise<void> {
-    const removals = Promise.all(deliveryIds.map((id) => this.queue.remove(id).catch(() => 0)));
+  /**
+   * Drops the jobs of cancelled deliveries, the scheduled one and a manual retry's; one that is
+   * running finds its delivery cancelled.
+   */
+  async remove(deliveries: DeliveryJobs[]): Promise<void> {
+    const jobIds = deliveries.flatMap(({ deliveryId, maxAttempts }) => [
+      deliveryId,
+      manualJobId(deliveryId, maxAttempts),
+    ]);
+    const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
     await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
   }
 }
