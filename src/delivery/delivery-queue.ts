@@ -1,6 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 
 export const DELIVERY_QUEUE = 'deliveries';
 export const DELIVER_JOB = 'deliver';
@@ -33,6 +34,20 @@ export const destinationOf = (url: string): string => new URL(url).host;
  */
 export const manualJobId = (deliveryId: string, maxAttempts: number): string => `${deliveryId}-manual-${maxAttempts}`;
 
+/**
+ * The producer's connection, owned by DeliveryQueue rather than BullMQ: shutdown drops it at once,
+ * where BullMQ's close sends QUIT and waits for a Redis that may never answer. No offline queue and
+ * one retry: while Redis is away an enqueue fails fast, as Postgres already holds the delivery and
+ * the sweeper enqueues it once Redis is back.
+ */
+export const producerConnection = (redisUrl: string): Redis =>
+  new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    // BullMQ's own default for the connections it makes: reconnect after 1 s, backing off to 20 s.
+    retryStrategy: (times) => Math.max(Math.min(Math.exp(times), 20_000), 1_000),
+  });
+
 /** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
 export const DELIVER_JOB_OPTIONS: JobsOptions = {
   attempts: 1_000_000,
@@ -54,7 +69,7 @@ function withTimeout<T>(ms: number, promise: Promise<T>): Promise<T> {
 
 /** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
 @Injectable()
-export class DeliveryQueue {
+export class DeliveryQueue implements OnApplicationShutdown {
   private readonly logger = new Logger('DeliveryQueue');
 
   constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
@@ -102,5 +117,10 @@ export class DeliveryQueue {
     ]);
     const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
     await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
+  }
+
+  onApplicationShutdown(): void {
+    const { connection } = this.queue.opts;
+    if (connection instanceof Redis) connection.disconnect();
   }
 }
