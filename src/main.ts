@@ -23,7 +23,7 @@ async function bootstrap(): Promise<void> {
   if (config.seedDemo) {
     for (const line of describeDemoSeed(await seedDemo(app, config), config.port)) logger.log(line);
   }
-  exitOnSignals(app, (message) => logger.log(message));
+  exitOnSignals(app, config, logger);
   await app.listen(config.port);
   logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
 }

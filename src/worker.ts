@@ -12,7 +12,7 @@ async function bootstrap(): Promise<void> {
   const logger = new Logger('Worker');
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), { bufferLogs: true });
   app.useLogger(app.get(AppLogger));
-  exitOnSignals(app, (message) => logger.log(message));
+  exitOnSignals(app, config, logger);
   logger.log(`Worker running (concurrency ${config.workerConcurrency}, queue prefix ${config.queuePrefix})`);
 }
 

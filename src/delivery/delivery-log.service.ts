@@ -6,7 +6,7 @@ import { isCuid2 } from '../core/ids.js';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { buildPayload } from './delivery-payload.js';
-import { DeliveryQueue } from './delivery-queue.js';
+import { DeliveryQueue, manualJobId } from './delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity, DELIVERY_STATUSES, type DeliveryStatus } from './delivery.entity.js';
 
 export interface DeliveryFilter {
@@ -78,11 +78,13 @@ export class DeliveryLogService {
         updatedAt: now,
       })
       .where("id = :deliveryId AND status IN ('succeeded', 'failed')", { deliveryId })
+      .returning('max_attempts')
       .execute();
-    if (updated.affected === 0) {
+    const [retried] = updated.raw as { max_attempts: number }[];
+    if (!retried) {
       throw ApiError.invalidField('status', 'the delivery is already being retried');
     }
-    const jobId = `${deliveryId}-manual-${delivery.attemptCount + 1}`;
+    const jobId = manualJobId(deliveryId, retried.max_attempts);
     await this.queue.enqueue([{ deliveryId, url: webhook.url, workspaceId, jobId }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }

@@ -1,6 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 
 export const DELIVERY_QUEUE = 'deliveries';
 export const DELIVER_JOB = 'deliver';
@@ -20,11 +21,37 @@ export interface DeliveryToEnqueue {
   deliveryId: string;
   url: string;
   workspaceId: string;
-  /** Defaults to the delivery id; a manual retry uses its own, as the last job may not be gone yet. */
+  /** Defaults to the delivery id; a manual retry uses manualJobId, as the last job may not be gone yet. */
   jobId?: string;
 }
 
+/** A delivery whose jobs are to go: its id and its max_attempts. */
+export interface DeliveryJobs {
+  deliveryId: string;
+  maxAttempts: number;
+}
+
 export const destinationOf = (url: string): string => new URL(url).host;
+
+/**
+ * The job of a manual retry, named after the attempt it allows (max_attempts, which only a retry
+ * raises), so whoever cancels the delivery can name it from the row.
+ */
+export const manualJobId = (deliveryId: string, maxAttempts: number): string => `${deliveryId}-manual-${maxAttempts}`;
+
+/**
+ * The producer's connection, owned by DeliveryQueue rather than BullMQ: shutdown drops it at once,
+ * where BullMQ's close sends QUIT and waits for a Redis that may never answer. No offline queue and
+ * one retry: while Redis is away an enqueue fails fast, as Postgres already holds the delivery and
+ * the sweeper enqueues it once Redis is back.
+ */
+export const producerConnection = (redisUrl: string): Redis =>
+  new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    // BullMQ's own default for the connections it makes: reconnect after 1 s, backing off to 20 s.
+    retryStrategy: (times) => Math.max(Math.min(Math.exp(times), 20_000), 1_000),
+  });
 
 /** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
 export const DELIVER_JOB_OPTIONS: JobsOptions = {
@@ -47,7 +74,7 @@ function withTimeout<T>(ms: number, promise: Promise<T>): Promise<T> {
 
 /** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
 @Injectable()
-export class DeliveryQueue {
+export class DeliveryQueue implements OnApplicationShutdown {
   private readonly logger = new Logger('DeliveryQueue');
 
   constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
@@ -60,18 +87,8 @@ export class DeliveryQueue {
    * failure here loses nothing: the sweeper enqueues due pending deliveries that have no job.
    */
   async enqueue(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
-    if (deliveries.length === 0) return;
     try {
-      await withTimeout(
-        ENQUEUE_TIMEOUT_MS,
-        this.queue.addBulk(
-          deliveries.map(({ deliveryId, url, workspaceId, jobId }) => ({
-            name: DELIVER_JOB,
-            data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId },
-            opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
-          })),
-        ),
-      );
+      await this.add(deliveries, trigger);
     } catch (error) {
       this.logger.warn(
         `Enqueue of ${deliveries.length} deliveries deferred to the sweeper: ${(error as Error).message}`,
@@ -79,9 +96,36 @@ export class DeliveryQueue {
     }
   }
 
-  /** Drops the jobs of cancelled deliveries; one that is running finds its delivery cancelled. */
-  async remove(deliveryIds: string[]): Promise<void> {
-    const removals = Promise.all(deliveryIds.map((id) => this.queue.remove(id).catch(() => 0)));
+  /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
+  async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
+    if (deliveries.length === 0) return;
+    await withTimeout(
+      ENQUEUE_TIMEOUT_MS,
+      this.queue.addBulk(
+        deliveries.map(({ deliveryId, url, workspaceId, jobId }) => ({
+          name: DELIVER_JOB,
+          data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId },
+          opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
+        })),
+      ),
+    );
+  }
+
+  /**
+   * Drops the jobs of cancelled deliveries, the scheduled one and a manual retry's; one that is
+   * running finds its delivery cancelled.
+   */
+  async remove(deliveries: DeliveryJobs[]): Promise<void> {
+    const jobIds = deliveries.flatMap(({ deliveryId, maxAttempts }) => [
+      deliveryId,
+      manualJobId(deliveryId, maxAttempts),
+    ]);
+    const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
     await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
+  }
+
+  onApplicationShutdown(): void {
+    const { connection } = this.queue.opts;
+    if (connection instanceof Redis) connection.disconnect();
   }
 }

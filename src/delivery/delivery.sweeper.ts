@@ -7,15 +7,27 @@ import { DeliveryQueue } from './delivery-queue.js';
 
 const SWEEP_BATCH = 1000;
 
+// Taken once per pass, so rows falling due meanwhile wait for the next one and a pass always ends.
+const DUE_BEFORE = `SELECT now() - make_interval(secs => $1::float / 1000) AS "dueBefore"`;
+
+// Keyset paging on (next_attempt_at, id): each page starts after the last row of the previous one.
+const OVERDUE_PAGE = `
+  SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId" FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+  WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3)
+  ORDER BY d.next_attempt_at, d.id LIMIT $4`;
+
 /**
  * Postgres is the source of truth: a pending delivery that is due but has no job (a crash between
- * commit and enqueue, Redis restarted empty) is enqueued again. Adding a job that exists is a no-op.
+ * commit and enqueue, Redis restarted empty) is enqueued again. Adding a job that exists is a no-op,
+ * so a pass offers every overdue delivery to the queue, in pages: a backlog of deliveries whose jobs
+ * wait (on a capped destination, say) cannot hide a lost job behind it.
  */
 @Injectable()
 export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DeliverySweeper');
   private timer?: NodeJS.Timeout;
   private running?: Promise<number>;
+  private stopping = false;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -28,7 +40,7 @@ export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy 
     this.timer.unref();
   }
 
-  /** Enqueues due pending deliveries (due for longer than one sweep interval); returns how many. */
+  /** Enqueues due pending deliveries (due for longer than one sweep interval); returns how many it offered. */
   async sweepOnce(): Promise<number> {
     if (this.running) return this.running;
     this.running = this.sweep().finally(() => (this.running = undefined));
@@ -36,22 +48,29 @@ export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private async sweep(): Promise<number> {
+    let offered = 0;
     try {
-      const rows: { id: string; url: string; workspace_id: string }[] = await this.dataSource.query(
-        `SELECT d.id, w.url, d.workspace_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-         WHERE d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $1::float / 1000)
-         ORDER BY d.next_attempt_at LIMIT $2`,
-        [this.config.sweepIntervalMs, SWEEP_BATCH],
-      );
-      await this.queue.enqueue(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspace_id })));
-      return rows.length;
+      const [{ dueBefore }]: { dueBefore: Date }[] = await this.dataSource.query(DUE_BEFORE, [
+        this.config.sweepIntervalMs,
+      ]);
+      let after: { nextAttemptAt: Date | string; id: string } = { nextAttemptAt: '-infinity', id: '' };
+      while (!this.stopping) {
+        const rows: { id: string; nextAttemptAt: Date; url: string; workspaceId: string }[] =
+          await this.dataSource.query(OVERDUE_PAGE, [dueBefore, after.nextAttemptAt, after.id, SWEEP_BATCH]);
+        await this.queue.add(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId })));
+        offered += rows.length;
+        if (rows.length < SWEEP_BATCH) break;
+        after = rows[rows.length - 1];
+      }
     } catch (error) {
       this.logger.warn(`Sweep failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
-      return 0;
     }
+    return offered;
   }
 
+  /** Stops between pages: shutdown waits for one page at most, not for a whole pass over a large backlog. */
   async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.timer);
     await this.running;
   }

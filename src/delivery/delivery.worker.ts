@@ -122,8 +122,21 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Stops taking jobs and waits for attempts in flight (each bounded by DELIVERY_TIMEOUT_MS). */
+  /**
+   * Stops taking jobs and waits for attempts in flight (each bounded by DELIVERY_TIMEOUT_MS). BullMQ's
+   * close also waits for its blocking Redis connection, forever while Redis is unreachable: past the
+   * attempts' bound, the connections are dropped instead.
+   */
   async onModuleDestroy(): Promise<void> {
-    await this.worker?.close();
+    if (!this.worker) return;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.config.deliveryTimeoutMs + 1_000);
+    });
+    const closed = await Promise.race([this.worker.close().then(() => true), bound]);
+    clearTimeout(timer);
+    if (closed) return;
+    this.logger.warn('The queue did not close in time (Redis unreachable?): dropping its connections');
+    await this.worker.disconnect().catch(() => undefined);
   }
 }

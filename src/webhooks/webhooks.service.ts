@@ -8,7 +8,7 @@ import { ApiError } from '../core/http/api-error.js';
 import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { CalculatorsService } from '../calculators/calculators.service.js';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { DeliveryQueue, type DeliveryJobs } from '../delivery/delivery-queue.js';
 import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
@@ -161,7 +161,7 @@ export class WebhooksService {
    */
   async remove(workspaceId: string, id: string): Promise<WebhookEntity> {
     await this.get(workspaceId, id); // 404 before taking a lock that another workspace's attempts use
-    const { webhook, cancelledDeliveryIds } = await this.dataSource.transaction(async (manager) => {
+    const { webhook, cancelled } = await this.dataSource.transaction(async (manager) => {
       await lockWebhookForRemoval(manager, id);
       const webhook = await manager
         .createQueryBuilder(WebhookEntity, 'w')
@@ -172,14 +172,14 @@ export class WebhooksService {
       const now = new Date();
       await manager.update(WebhookEntity, { id }, { removedAt: now, updatedAt: now });
       // TypeORM answers an UPDATE ... RETURNING with [rows, rowCount].
-      const [cancelled]: [{ id: string }[], number] = await manager.query(
+      const [rows]: [DeliveryJobs[], number] = await manager.query(
         `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = $2
-         WHERE webhook_id = $1 AND status = 'pending' RETURNING id`,
+         WHERE webhook_id = $1 AND status = 'pending' RETURNING id AS "deliveryId", max_attempts AS "maxAttempts"`,
         [id, now],
       );
-      return { webhook, cancelledDeliveryIds: cancelled.map((d) => d.id) };
+      return { webhook, cancelled: rows };
     });
-    await this.queue.remove(cancelledDeliveryIds);
+    await this.queue.remove(cancelled);
     return webhook;
   }
 }

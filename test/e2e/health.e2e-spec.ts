@@ -1,34 +1,6 @@
 import { createId } from '@paralleldrive/cuid2';
-import net from 'node:net';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { createTestApp, dropTestDatabase, PG_BASE_URL, type TestApp } from '../support/test-app.js';
-
-/** Forwards a local port to Postgres; stopping it makes Postgres unreachable for one app only. */
-class TcpProxy {
-  private server?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(port = this.port): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => (socket === client ? upstream : client).destroy());
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async stop(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
 
 /** Closes an app whose Redis or Postgres is down (createTestApp's close would wait on Redis). */
 async function closeApp(t: TestApp): Promise<void> {
@@ -86,15 +58,11 @@ describe('health probes', () => {
   });
 
   describe('with Postgres going away after start', () => {
-    const pg = new URL(PG_BASE_URL);
-    const proxy = new TcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
+    const proxy = TcpProxy.to(PG_BASE_URL, 5432);
     let t: TestApp;
     beforeAll(async () => {
       await proxy.start();
-      const viaProxy = new URL(PG_BASE_URL);
-      viaProxy.port = String(proxy.port);
-      viaProxy.pathname = `/cw_test_${createId()}`;
-      t = await createTestApp({ DATABASE_URL: viaProxy.toString() });
+      t = await createTestApp({ DATABASE_URL: proxy.url(`${PG_BASE_URL}/cw_test_${createId()}`) });
     });
     afterAll(async () => {
       await t.close();

@@ -14,7 +14,12 @@ export interface WorkerProcess {
 
 /** Starts the real `dist/worker.js` against a test app's database and queue prefix. */
 export function spawnWorker(config: AppConfig, env: Record<string, string> = {}): WorkerProcess {
-  const child = spawn(process.execPath, ['dist/worker.js'], {
+  return spawnProcess('dist/worker.js', config, env);
+}
+
+/** Starts a built entrypoint (`dist/main.js`, `dist/worker.js`) against a test database and queue prefix. */
+export function spawnProcess(entrypoint: string, config: AppConfig, env: Record<string, string> = {}): WorkerProcess {
+  const child = spawn(process.execPath, [entrypoint], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'test',
