@@ -11,6 +11,7 @@ import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool, request } from 'undici';
+import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
 import { measure } from './lib/http-bench.mjs';
 import {
   CpuProbe,
@@ -71,6 +72,7 @@ const PHASE_KEYS = [
   'delivery-1',
   'latency',
   'delivery-2',
+  ...ENGINE_PHASE_KEYS,
 ];
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 for (const key of only ?? []) {
@@ -538,7 +540,10 @@ async function main() {
   if (settings.waitQuietSec > 0) await waitForQuiet();
   results = {
     startedAt: new Date().toISOString(),
-    command: commandLine('npm run bench', (k) => k.startsWith('BENCH_') || k === 'REDIS_URL'),
+    command: commandLine(
+      'npm run bench',
+      (k) => k.startsWith('BENCH_') || k === 'REDIS_URL' || k === 'DATABASE_POOL_SIZE',
+    ),
     code: codeInfo(),
     machine: {
       ...machineInfo(),
@@ -551,6 +556,7 @@ async function main() {
     http: {},
     delivery: {},
     memory: { breakdown: {} },
+    engine: {},
   };
   cleanups.push(() => deleteRedisKeys([queuePrefix, ceilingPrefix]));
   await createDatabase(dbName, cleanups, log);
@@ -650,6 +656,23 @@ async function main() {
     const peaks = workerPeaks.filter((mb) => mb !== null);
     results.memory.workerPeakMb = peaks.length ? Math.max(...peaks) : null;
   }
+
+  await runEnginePhases(
+    {
+      db,
+      apiUrl,
+      dbName,
+      queuePrefix,
+      redisPid,
+      log,
+      sampler,
+      clearBacklog,
+      nodeOptions: settings.nodeOptions,
+      logLevel: settings.logLevel,
+    },
+    runs,
+    results,
+  );
 
   sampler.stop();
   results.memory.apiPeakMb = await stopProcess(apiProcess);

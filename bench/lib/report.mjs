@@ -1,4 +1,5 @@
 // Targets of issue 6 and the BENCHMARKS.md template; both read only the results object of a run.
+import { engineSection, engineTargets } from './engine-phases.mjs';
 
 const fmt = (n, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n)
@@ -74,6 +75,7 @@ export function evaluateTargets(results) {
   );
   maxTarget('api peak RSS', results.memory.apiPeakMb, 250, 'MB');
   maxTarget('worker peak RSS', results.memory.workerPeakMb, 200, 'MB');
+  targets.push(...engineTargets(results));
   return targets;
 }
 
@@ -256,6 +258,7 @@ ${deliveryTable(results)}
 
 ${latencySection(results)}
 
+${engineSection(results)}
 ## Memory
 
 ${memorySection(results)}
