@@ -15,12 +15,21 @@ describe('WorkspaceShare', () => {
     expect(share.enter('c')).toBe(true);
   });
 
-  it('hands a freed slot to a waiting job of the same workspace', () => {
+  it('hands a freed slot to a job of the same workspace waiting in process', async () => {
     const share = new WorkspaceShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
     expect(share.enter('a')).toBe(false);
-    share.addWaiter('a', 'job-1');
-    expect(share.leave('a')).toBe('job-1');
+    const turn = share.waitTurn('a', 1_000);
     expect(share.leave('a')).toBeUndefined();
+    await expect(turn).resolves.toBe(true);
+    expect(share.enter('a')).toBe(false); // the slot went to the waiting job
+  });
+
+  it('gives up the in-process wait after its time, and wakes a parked job when a slot frees', async () => {
+    const share = new WorkspaceShare(4);
+    for (let i = 0; i < 3; i++) share.enter('a');
+    await expect(share.waitTurn('a', 10)).resolves.toBe(false);
+    expect(share.park('a', 'job-1')).toBe(false);
+    expect(share.leave('a')).toBe('job-1');
   });
 });

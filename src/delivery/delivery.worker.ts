@@ -21,6 +21,8 @@ export class RetryLaterError extends Error {
 const INFRASTRUCTURE_RETRY_MS = 5_000;
 // A job turned away is woken by the release that frees its turn; this is only the safety net.
 const WAKE_FALLBACK_MS = 30_000;
+// A job over its workspace's share waits this long in process for the workspace's next slot, then parks.
+const SHARE_WAIT_MS = 100;
 // Another worker holds the delivery's lease: look again once it has most likely recorded its attempt.
 const BUSY_WAIT_MS = 5_000;
 
@@ -73,9 +75,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const { deliveryId, destination, workspaceId = '' } = job.data;
     const jobId = job.id ?? deliveryId;
-    if (!this.share.enter(workspaceId)) {
-      this.share.addWaiter(workspaceId, jobId);
-      return this.wait(job, token, Date.now() + WAKE_FALLBACK_MS);
+    if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
+      await job.moveToDelayed(Date.now() + jitter(WAKE_FALLBACK_MS), token);
+      if (this.share.park(workspaceId, jobId)) await this.wake([jobId]);
+      throw new DelayedError();
     }
     let holder: string | undefined;
     try {
