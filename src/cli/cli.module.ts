@@ -1,19 +1,24 @@
-import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
-import { coreImports } from '../app.module.js';
-import { AuthModule } from '../auth/auth.module.js';
-import { CalculatorsModule } from '../calculators/calculators.module.js';
-import type { AppConfig } from '../core/config/config.js';
-import { WorkspacesModule } from '../workspaces/workspaces.module.js';
+import { Module } from '@nestjs/common';
+import { ApiKeyCreateCommand, ApiKeyListCommand, ApiKeyRevokeCommand } from './apikey.command.js';
+import { CalculatorCreateCommand } from './calculator.command.js';
+import { CliIo } from './cli-io.js';
+import { CliProgram } from './cli-program.js';
+import { SeedDemoCommand } from './seed-demo.command.js';
+import { SubmissionCreateCommand } from './submission.command.js';
+import { WorkspaceCreateCommand } from './workspace.command.js';
 
-export type CliImports = NonNullable<ModuleMetadata['imports']>;
-
-/** What the provisioning commands use: no HTTP server, no delivery worker; the queue only for a command that asks. */
-@Module({})
-export class CliModule {
-  static forRoot(config: AppConfig, extra: CliImports = []): DynamicModule {
-    return {
-      module: CliModule,
-      imports: [...coreImports(config), AuthModule, WorkspacesModule, CalculatorsModule, ...extra],
-    };
-  }
-}
+/** The provisioning commands, as nest-commander runs them; nothing here connects (see ProvisioningCommand). */
+@Module({
+  providers: [
+    CliIo,
+    CliProgram,
+    WorkspaceCreateCommand,
+    ApiKeyCreateCommand,
+    ApiKeyListCommand,
+    ApiKeyRevokeCommand,
+    CalculatorCreateCommand,
+    SubmissionCreateCommand,
+    SeedDemoCommand,
+  ],
+})
+export class CliModule {}

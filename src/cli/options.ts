@@ -1,13 +1,6 @@
 import { UsageError } from './cli-error.js';
 
-/** Every option is either required or has a default, so a command always receives a value. */
-export type OptionSpec = {
-  /** Placeholder shown in help, e.g. `<id>`. */
-  value: string;
-  description: string;
-  /** Checks (and normalises) the raw value before anything connects; throws a UsageError. */
-  parse?: (raw: string, flag: string) => string;
-} & ({ required: true } | { default: string });
+// Flag value checks: each throws a UsageError naming the flag, before anything connects.
 
 const NAME_MAX_CHARS = 255; // the varchar(255) of workspaces.name and calculators.name
 const CONTROL_CHARS = /\p{Cc}/u;
@@ -26,8 +19,10 @@ export function parseName(raw: string, flag: string): string {
 /** The spec shows only `draft`; `published` stands for a live calculator (statuses are otherwise open). */
 export const CALCULATOR_STATUSES = ['draft', 'published'] as const;
 
-export function parseStatus(raw: string, flag: string): string {
-  if ((CALCULATOR_STATUSES as readonly string[]).includes(raw)) return raw;
+export type CalculatorStatus = (typeof CALCULATOR_STATUSES)[number];
+
+export function parseStatus(raw: string, flag: string): CalculatorStatus {
+  if ((CALCULATOR_STATUSES as readonly string[]).includes(raw)) return raw as CalculatorStatus;
   throw new UsageError(`${flag} must be one of ${CALCULATOR_STATUSES.join(', ')} (got "${raw}")`);
 }
 
@@ -41,8 +36,9 @@ export function parseNonEmpty(raw: string, flag: string): string {
   return raw.trim();
 }
 
-/** Returns the object as compact JSON text; the command parses it again. */
-export function parseJsonObject(raw: string, flag: string): string {
+export type JsonObject = Record<string, unknown>;
+
+export function parseJsonObject(raw: string, flag: string): JsonObject {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -52,10 +48,10 @@ export function parseJsonObject(raw: string, flag: string): string {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new UsageError(`${flag} must be a JSON object, such as '{"answer":42}'`);
   }
-  return JSON.stringify(value);
+  return value as JsonObject;
 }
 
-export function parseBoolean(raw: string, flag: string): string {
-  if (raw === 'true' || raw === 'false') return raw;
+export function parseBoolean(raw: string, flag: string): boolean {
+  if (raw === 'true' || raw === 'false') return raw === 'true';
   throw new UsageError(`${flag} must be true or false (got "${raw}")`);
 }

@@ -25,15 +25,16 @@ export interface DemoSeedResult {
 }
 
 /** Creates whatever part of the demo workspace is missing (fixed ids, so running it again creates nothing). */
-export async function seedDemo(app: INestApplicationContext, config: AppConfig): Promise<DemoSeedResult> {
+export async function seedDemo(app: Pick<INestApplicationContext, 'get'>, config: AppConfig): Promise<DemoSeedResult> {
   if (config.env === 'production') {
     throw new Error(
       'the demo seed creates a publicly documented API key: refused with NODE_ENV=production (unset SEED_DEMO)',
     );
   }
-  const dataSource = app.get(DataSource);
-  const apiKeys = app.get(ApiKeysService);
-  const calculators = app.get(CalculatorsService);
+  // strict: false, so that a module's ModuleRef (the CLI's seed:demo handler) also finds its imports' providers.
+  const dataSource = app.get(DataSource, { strict: false });
+  const apiKeys = app.get(ApiKeysService, { strict: false });
+  const calculators = app.get(CalculatorsService, { strict: false });
 
   const now = new Date();
   const inserted = await dataSource

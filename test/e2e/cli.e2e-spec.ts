@@ -1,8 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
+import { reportFailure } from '../../src/cli/cli-error.js';
+import { CliIo } from '../../src/cli/cli-io.js';
 import {
   DEMO_API_KEY,
   DEMO_CALCULATORS,
@@ -11,70 +10,79 @@ import {
 } from '../../src/workspaces/demo-seed.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createTestApp, ISO_MS, type TestApp } from '../support/test-app.js';
+import { ensureBuilt } from '../support/worker-process.js';
 
-// Each test starts the CLI several times, a second or more each on a busy machine.
-import.meta.jest.setTimeout(90_000);
+// nest-commander is CommonJS and requires @nestjs/core, an ES module: Jest allows that only once
+// @nestjs/core is evaluated (by the imports above), so the CLI's own modules load here.
+const { CommandTestFactory } = await import('nest-commander-testing');
+const { CliModule } = await import('../../src/cli/cli.module.js');
 
 interface CliRun {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** Whether the command read its configuration, the first step towards connecting. */
+  configRead?: boolean;
 }
 
 const KEY_PATTERN = /^ack_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/;
 const WORKSPACE_KEYS = ['createdAt', 'id', 'name', 'updatedAt'];
 const SUBMISSION_KEYS = ['calculatorId', 'createdAt', 'data', 'finished', 'id', 'meta', 'updatedAt'];
+const COMMANDS = [
+  'workspace:create',
+  'apikey:create',
+  'apikey:list',
+  'apikey:revoke',
+  'calculator:create',
+  'submission:create',
+  'seed:demo',
+];
 
-/**
- * Compiles src/ as `nest build` does (tsc with tsconfig.build.json) into a directory of this file's own:
- * in a shared checkout another build wipes dist/ (deleteOutDir) at any moment, which would fail these runs.
- */
-function buildPrivately(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cw-cli-e2e-'));
-  const tsc = spawnSync(
-    process.execPath,
-    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')],
-    { encoding: 'utf8' },
-  );
-  if (!existsSync(join(dir, 'dist', 'cli.js'))) throw new Error(`Build failed:\n${tsc.stdout}${tsc.stderr}`);
-  writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
-  symlinkSync(resolve('node_modules'), join(dir, 'node_modules'), 'dir');
-  return dir;
-}
-
-describe('provisioning CLI (the compiled cli.js)', () => {
+describe('provisioning CLI', () => {
   let t: TestApp;
-  let buildDir: string;
 
   beforeAll(async () => {
-    buildDir = buildPrivately();
     // The in-process worker delivers what submission:create enqueues.
     t = await createTestApp({ WORKER_ENABLED: 'true' });
-  }, 180_000);
+  });
   afterAll(async () => {
-    if (buildDir) rmSync(buildDir, { recursive: true, force: true });
     await t?.close();
   });
 
-  /** Runs the built CLI against this file's database, as an operator would. */
-  function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-    const childEnv: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      DATABASE_URL: t.config.databaseUrl,
-      REDIS_URL: t.config.redisUrl,
-      QUEUE_PREFIX: t.config.queuePrefix,
-      ...env,
+  /** The environment an operator's shell would give the CLI, pointed at this file's database and queue. */
+  const cliEnv = (env: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+    NODE_ENV: 'test',
+    DATABASE_URL: t.config.databaseUrl,
+    REDIS_URL: t.config.redisUrl,
+    QUEUE_PREFIX: t.config.queuePrefix,
+    ...env,
+  });
+
+  /**
+   * Runs a command in this process as dist/cli.js would (nest-commander parses the arguments, the
+   * command opens its own context), with the output and exit code captured instead of the process's.
+   */
+  async function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+    // createTestApp migrated this file's database; the spawned runs below cover the migration step.
+    const processEnv = cliEnv({ MIGRATIONS_RUN: 'false', ...env });
+    const run: Required<CliRun> = { code: 0, stdout: '', stderr: '', configRead: false };
+    const io: CliIo = {
+      get env() {
+        run.configRead = true;
+        return processEnv;
+      },
+      stdout: (text) => (run.stdout += text),
+      stderr: (text) => (run.stderr += text),
     };
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [join(buildDir, 'dist', 'cli.js'), ...args], { env: childEnv });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const commands = await CommandTestFactory.createTestingCommand(
+      { imports: [CliModule] },
+      { serviceErrorHandler: (error) => void (run.code = reportFailure(error, io.stderr)) },
+    )
+      .overrideProvider(CliIo)
+      .useValue(io)
+      .compile();
+    await CommandTestFactory.run(commands, ['node', 'cli.js', ...args]);
+    return run;
   }
 
   async function cliJson(args: string[], env: Record<string, string> = {}): Promise<Record<string, unknown>> {
@@ -93,23 +101,28 @@ describe('provisioning CLI (the compiled cli.js)', () => {
     return { id: (out.workspace as { id: string }).id, apiKey: out.apiKey as string };
   }
 
-  /** Everything a command could write, to prove a refused command wrote nothing. */
+  /**
+   * Everything a command could write, to prove a refused command wrote nothing. Not api_keys.last_used_at:
+   * the API writes it after answering a request, without waiting, so it may land during any test.
+   */
   async function snapshot(): Promise<unknown> {
     const [row] = await t.dataSource.query(`
       SELECT (SELECT json_agg(w ORDER BY id) FROM workspaces w) AS workspaces,
-             (SELECT json_agg(k ORDER BY id) FROM api_keys k) AS api_keys,
+             (SELECT json_agg(to_jsonb(k) - 'last_used_at' ORDER BY id) FROM api_keys k) AS api_keys,
              (SELECT json_agg(c ORDER BY id) FROM calculators c) AS calculators,
              (SELECT json_agg(s ORDER BY id) FROM submissions s) AS submissions,
              (SELECT json_agg(d ORDER BY id) FROM deliveries d) AS deliveries`);
     return row;
   }
 
+  /** A bad command line (exit 64) is refused before the configuration is read: nothing connects. */
   async function expectRefused(args: string[], stderr: RegExp, code = 64): Promise<void> {
     const before = await snapshot();
     const runs = await Promise.all([cli(args), cli([...args, '--json'])]);
     for (const run of runs) {
       expect(run).toMatchObject({ code, stdout: '' });
       expect(run.stderr).toMatch(stderr);
+      if (code === 64) expect(run.configRead).toBe(false);
     }
     expect(await snapshot()).toEqual(before);
   }
@@ -118,32 +131,35 @@ describe('provisioning CLI (the compiled cli.js)', () => {
 
   describe('--help', () => {
     it('lists every command on stdout with exit 0', async () => {
-      const run = await cli(['--help']);
-      expect(run.code).toBe(0);
-      expect(run.stderr).toBe('');
-      for (const command of [
-        'workspace:create',
-        'apikey:create',
-        'apikey:list',
-        'apikey:revoke',
-        'calculator:create',
-        'submission:create',
-        'seed:demo',
-      ]) {
-        expect(run.stdout).toContain(command);
+      for (const args of [['--help'], ['-h'], ['help']]) {
+        const run = await cli(args);
+        expect(run).toMatchObject({ code: 0, stderr: '', configRead: false });
+        expect(run.stdout).toContain('Usage: npm run cli -- <command> [options]');
+        for (const command of COMMANDS) expect(run.stdout).toContain(command);
+        expect(run.stdout).toContain('--json');
+        expect(run.stdout).toMatch(/Exit codes: 0 done, 1 failed, 64 bad arguments.*, 78 bad configuration/);
       }
     });
 
-    it("shows a command's options", async () => {
-      const run = await cli(['calculator:create', '--help']);
-      expect(run.code).toBe(0);
-      expect(run.stdout).toContain('--workspace <id>');
-      expect(run.stdout).toContain('--status <status>');
+    it("shows a command's options, required ones first in its usage line", async () => {
+      for (const args of [
+        ['calculator:create', '--help'],
+        ['help', 'calculator:create'],
+      ]) {
+        const run = await cli(args);
+        expect(run).toMatchObject({ code: 0, stderr: '' });
+        expect(run.stdout).toContain(
+          'Usage: npm run cli -- calculator:create --workspace <id> --name <name> [--status <status>] [--json]',
+        );
+        expect(run.stdout).toContain('--workspace <id>');
+        expect(run.stdout).toContain('--status <status>');
+        expect(run.stdout).toMatch(/--json +print exactly one JSON object on stdout/);
+      }
     });
 
     it('prints the usage on stderr and exits 64 when no command is given', async () => {
       const run = await cli([]);
-      expect(run).toMatchObject({ code: 64, stdout: '' });
+      expect(run).toMatchObject({ code: 64, stdout: '', configRead: false });
       expect(run.stderr).toContain('Usage:');
     });
   });
@@ -262,6 +278,8 @@ describe('provisioning CLI (the compiled cli.js)', () => {
       expect(out.prefix).toBe(apiKey.slice(0, 12));
       expect(out.revokedAt).toMatch(ISO_MS);
 
+      // The api hears of the revocation through LISTEN, within a second (as in auth.e2e-spec).
+      await waitFor(async () => (await me(apiKey)).status === 401, 1_000, 'the 401');
       const res = await me(apiKey).expect(401);
       expect(res.body.error.code).toBe('not_authenticated');
       await me(other).expect(200);
@@ -458,8 +476,10 @@ describe('provisioning CLI (the compiled cli.js)', () => {
       await expectRefused(['workspace:create', '--name', 'x', 'extra'], /Unexpected argument 'extra'/);
     });
 
-    it('refuses an option given twice', () =>
-      expectRefused(['workspace:create', '--name', 'a', '--name', 'b'], /--name is given more than once/));
+    it('refuses an option given twice', async () => {
+      await expectRefused(['workspace:create', '--name', 'a', '--name', 'b'], /--name is given more than once/);
+      await expectRefused(['workspace:create', '--name', 'a', '--json', '--json'], /--json is given more than once/);
+    });
 
     it('refuses an empty or blank name', async () => {
       await expectRefused(['workspace:create', '--name', ''], /--name must not be empty/);
@@ -502,6 +522,51 @@ describe('provisioning CLI (the compiled cli.js)', () => {
       const run = await cli(['workspace:create', '--name', 'x', '--json'], { DATABASE_URL: 'mysql://nope' });
       expect(run).toMatchObject({ code: 78, stdout: '' });
       expect(run.stderr).toContain('DATABASE_URL');
+    });
+  });
+
+  describe('dist/cli.js, as an operator runs it', () => {
+    beforeAll(() => ensureBuilt(), 180_000);
+
+    function spawnCli(args: string[]): Promise<CliRun> {
+      return new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, ['dist/cli.js', ...args], {
+          env: { PATH: process.env.PATH, ...cliEnv() },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    }
+
+    it('lists every command on stdout with exit 0', async () => {
+      const run = await spawnCli(['--help']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      for (const command of COMMANDS) expect(run.stdout).toContain(command);
+    });
+
+    it('creates a workspace with --json: one JSON line, a working key, and the process ends by itself', async () => {
+      const run = await spawnCli(['workspace:create', '--name', 'Spawned', '--json']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout.trimEnd().split('\n')).toHaveLength(1);
+      const out = JSON.parse(run.stdout) as { workspace: Record<string, string>; apiKey: string };
+      expect(Object.keys(out).sort()).toEqual(['apiKey', 'workspace']);
+      expect(out.workspace.name).toBe('Spawned');
+      const res = await me(out.apiKey).expect(200);
+      expect(res.body).toEqual(out.workspace);
+    });
+
+    it('refuses an unknown option with exit 64 and its message, writing nothing', async () => {
+      const before = await snapshot();
+      const run = await spawnCli(['workspace:create', '--name', 'x', '--colour', 'red']);
+      expect(run).toMatchObject({ code: 64, stdout: '' });
+      expect(run.stderr).toBe(
+        `Error: Unknown option '--colour'; run "npm run cli -- workspace:create --help" for its options\n`,
+      );
+      expect(await snapshot()).toEqual(before);
     });
   });
 });
