@@ -1,16 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Socket } from 'node:net';
 import { ApiError } from '../http/api-error.js';
-import { fullPath } from '../http/allowed-methods.js';
-
-export interface BodyLimits {
-  /** Every JSON body but submissions. */
-  defaultBytes: number;
-  /** POST /calculators/{id}/submissions. */
-  submissionBytes: number;
-}
-
-const SUBMISSIONS_PATH = /^\/api\/v1\/calculators\/[^/]+\/submissions(\/|$)/i;
 
 /** Arrays and objects inside one another; deeper bodies would overflow the stack of recursive validators. */
 export const MAX_JSON_DEPTH = 100;
@@ -45,27 +35,45 @@ function tooLarge(limit: number, socket: Socket): ApiError {
   });
 }
 
+const PARSE_ERRORS: Record<string, (cause: { limit?: number }) => ApiError> = {
+  'entity.parse.failed': () => ApiError.badRequest('Malformed JSON in request body'),
+  'entity.too.large': (cause) =>
+    new ApiError(413, 'payload_too_large', `Request body exceeds the limit of ${cause.limit} bytes`),
+  'encoding.unsupported': () => ApiError.badRequest('Unsupported content encoding'),
+  'charset.unsupported': () => ApiError.badRequest('Unsupported charset; send UTF-8 JSON'),
+  'request.aborted': () => ApiError.badRequest('Request aborted'),
+  'request.size.invalid': () => ApiError.badRequest('Request size did not match Content-Length'),
+};
+
+const asApiError = (error: unknown): unknown => {
+  const cause = error as { type?: string; limit?: number };
+  const mapped = typeof cause?.type === 'string' ? PARSE_ERRORS[cause.type] : undefined;
+  if (mapped) return mapped(cause);
+  // Any other refusal of body-parser (a 4xx it means the client to see, e.g. a broken gzip stream).
+  const { status, expose, message } = error as { status?: number; expose?: boolean; message?: string };
+  return expose && status === 400 ? ApiError.badRequest(message ?? 'Malformed request body') : error;
+};
+
+const parsers = new Map<number, RequestHandler>();
+
 /**
- * express.json with the body limits enforced as the bytes arrive. body-parser alone reads (and
+ * express.json with the body limit enforced as the bytes arrive. body-parser alone reads (and
  * discards) the whole of an oversize body before it answers 413, so a client announcing 50 MiB
  * would have to send all of it first, and an endless chunked body would never be answered.
  */
-export function jsonBody(limits: BodyLimits): RequestHandler {
-  const parsers = new Map(
-    [limits.defaultBytes, limits.submissionBytes].map((limit) => [limit, express.json({ limit })]),
-  );
-  return (req: Request, res: Response, next: NextFunction) => {
-    const limit = SUBMISSIONS_PATH.test(fullPath(req)) ? limits.submissionBytes : limits.defaultBytes;
+export function readJsonBody(req: Request, res: Response, limit: number): Promise<void> {
+  return new Promise((resolve, reject) => {
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > limit) return next(tooLarge(limit, req.socket));
+    if (declared !== undefined && Number(declared) > limit) return reject(tooLarge(limit, req.socket));
     let settled = false;
     const done = (error?: unknown) => {
       if (settled) return; // body-parser answers once the connection has closed; the 413 went out before
       settled = true;
-      if (!error && nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
-        return next(ApiError.badRequest(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`));
+      if (error) return reject(asApiError(error));
+      if (nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
+        return reject(ApiError.badRequest(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`));
       }
-      next(error);
+      resolve();
     };
     if (declared === undefined && req.headers['transfer-encoding'] !== undefined) {
       let received = 0;
@@ -79,6 +87,8 @@ export function jsonBody(limits: BodyLimits): RequestHandler {
       req.on('data', count);
       req.once('end', () => req.off('data', count));
     }
-    parsers.get(limit)!(req, res, done);
-  };
+    let parse = parsers.get(limit);
+    if (!parse) parsers.set(limit, (parse = express.json({ limit })));
+    parse(req, res, done as NextFunction);
+  });
 }

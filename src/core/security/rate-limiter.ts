@@ -4,7 +4,6 @@ import { presentedKeyHash } from '../../auth/api-key.js';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { ApiError } from '../http/api-error.js';
-import { fullPath } from '../http/allowed-methods.js';
 import { RateLimitCounters } from './rate-limit-counters.js';
 
 interface Window {
@@ -26,7 +25,7 @@ export function rateLimitTracker(req: Request): string {
 /**
  * Per-key request limits (RATE_LIMIT_PER_MINUTE, RATE_LIMIT_PER_SECOND; 0 turns one off), checked
  * before authentication and body parsing, so neither key guessing nor large bodies escape them.
- * Only /api/ paths count: probes and scrapes are never limited.
+ * Mounted on the API's controllers only: probes and scrapes are never limited.
  */
 @Injectable()
 export class RateLimiter {
@@ -43,8 +42,7 @@ export class RateLimiter {
   }
 
   readonly middleware: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
-    // Lower-cased: Express routes match case-insensitively, so /API/v1 must not slip past.
-    if (this.windows.length === 0 || !fullPath(req).toLowerCase().startsWith('/api/')) return next();
+    if (this.windows.length === 0) return next();
     this.check(req, res).then(() => next(), next);
   };
 
