@@ -310,6 +310,56 @@ describe('errors', () => {
     });
   });
 
+  describe('text in bodies', () => {
+    const raw = (body: string | Buffer, path = '/webhooks') =>
+      api
+        .post(path)
+        .set('content-type', 'application/json')
+        .serialize((bytes: Buffer) => bytes as unknown as string) // the bytes as they are
+        .send(Buffer.isBuffer(body) ? body : Buffer.from(body));
+    const onlyDetail = (res: Response, field: string) => {
+      expect(expectBadRequest(res, field).details).toEqual([{ field, message: expect.any(String) }]);
+    };
+
+    it('refuses bytes that are not UTF-8 with 400 naming the field, or the body', async () => {
+      const url = Buffer.concat([
+        Buffer.from(`{"url":"${RECEIVER}/`),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(`","calculators":["${calc.id}"]}`),
+      ]);
+      await expectRejected(t, api, workspaceId, () => raw(url), 'url');
+      const outside = Buffer.concat([Buffer.from(`{"url":"${RECEIVER}",`), Buffer.from([0xc3]), Buffer.from('}')]);
+      onlyDetail(await raw(outside), 'body');
+      const answers = Buffer.concat([
+        Buffer.from('{"data":{"q":"'),
+        Buffer.from([0xed, 0xa0, 0x80]),
+        Buffer.from('"}}'),
+      ]);
+      onlyDetail(await raw(answers, `/calculators/${calc.id}/submissions`), 'data.q');
+    });
+
+    it.each([
+      ['a lone high surrogate in name', '{"name":"a\\ud800","url":"URL","calculators":["CALC"]}', 'name'],
+      ['a lone low surrogate in url', '{"url":"URL/\\udc00","calculators":["CALC"]}', 'url'],
+      ['NUL in name', '{"name":"a\\u0000b","url":"URL","calculators":["CALC"]}', 'name'],
+    ])('refuses %s with 400 naming it', async (_label, template, field) => {
+      const body = template.replace('URL', RECEIVER).replace('CALC', calc.id);
+      await expectRejected(t, api, workspaceId, () => raw(body), field);
+      onlyDetail(await raw(body), field);
+    });
+
+    it('refuses a lone surrogate or NUL anywhere in submission answers, naming the field', async () => {
+      const path = `/calculators/${calc.id}/submissions`;
+      onlyDetail(await raw('{"data":{"a":{"b":"x\\udfffy"}}}', path), 'data.a.b');
+      onlyDetail(await raw('{"data":{"k\\u0000":1}}', path), 'data.k\u0000');
+      onlyDetail(await raw('{"data":{},"meta":{"m":"\\u0000"}}', path), 'meta.m');
+    });
+
+    it('names a missing calculators once', async () => {
+      onlyDetail(await api.post('/webhooks', { url: RECEIVER }), 'calculators');
+    });
+  });
+
   describe('validated bodies', () => {
     it('reach the handler as instances of their DTO, as validated', async () => {
       const create = jest.spyOn(t.app.get(WebhooksService), 'create');

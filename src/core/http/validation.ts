@@ -4,7 +4,10 @@ import { ApiError, type ErrorDetail } from './api-error.js';
 function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({ field, message }));
+    // One message per field: the first rule it breaks (a missing array is not also empty and unknown).
+    const own = Object.values(error.constraints ?? {})
+      .slice(0, 1)
+      .map((message) => ({ field, message }));
     return [...own, ...flatten(error.children ?? [], field)];
   });
 }

@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { isUtf8 } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { ApiError } from '../http/api-error.js';
 
@@ -45,7 +46,37 @@ const PARSE_ERRORS: Record<string, (cause: { limit?: number }) => ApiError> = {
   'request.size.invalid': () => ApiError.badRequest('Request size did not match Content-Length'),
 };
 
+/** The dotted path of the first string (key or value) in `value` that `bad` holds, else `body`. */
+export function fieldHolding(value: unknown, bad: (text: string) => boolean, path = ''): string | null {
+  if (typeof value === 'string') return bad(value) ? path || 'body' : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, child] of Object.entries(value)) {
+    const field = path ? `${path}.${key}` : key;
+    if (bad(key)) return field;
+    const found = fieldHolding(child, bad, field);
+    if (found) return found;
+  }
+  return null;
+}
+
+// JSON.parse decodes lone surrogates from \u escapes; Postgres text cannot hold NUL.
+const LONE_SURROGATE_OR_NUL = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/;
+const notPlainText = (text: string) => LONE_SURROGATE_OR_NUL.test(text);
+
+/** A body whose bytes are not UTF-8: the field whose string held them (decoded as U+FFFD), else `body`. */
+function notUtf8(raw: Buffer): ApiError {
+  let field = 'body';
+  try {
+    field = fieldHolding(JSON.parse(raw.toString('utf8')), (text) => text.includes('\ufffd')) ?? 'body';
+  } catch {
+    // not JSON either: the body as a whole
+  }
+  return ApiError.invalidField(field, 'must be valid UTF-8');
+}
+
 const asApiError = (error: unknown): unknown => {
+  // Thrown by the UTF-8 check inside body-parser, which sets its status to 403.
+  if (error instanceof ApiError) return new ApiError(400, error.code, error.message, error.details);
   const cause = error as { type?: string; limit?: number };
   const mapped = typeof cause?.type === 'string' ? PARSE_ERRORS[cause.type] : undefined;
   if (mapped) return mapped(cause);
@@ -73,6 +104,8 @@ export function readJsonBody(req: Request, res: Response, limit: number): Promis
       if (nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
         return reject(ApiError.badRequest(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`));
       }
+      const field = fieldHolding(req.body, notPlainText);
+      if (field) return reject(ApiError.invalidField(field, 'must not contain a lone surrogate or NUL character'));
       resolve();
     };
     if (declared === undefined && req.headers['transfer-encoding'] !== undefined) {
@@ -88,7 +121,12 @@ export function readJsonBody(req: Request, res: Response, limit: number): Promis
       req.once('end', () => req.off('data', count));
     }
     let parse = parsers.get(limit);
-    if (!parse) parsers.set(limit, (parse = express.json({ limit })));
+    if (!parse) {
+      const verify = (_req: unknown, _res: unknown, raw: Buffer) => {
+        if (!isUtf8(raw)) throw notUtf8(raw);
+      };
+      parsers.set(limit, (parse = express.json({ limit, verify })));
+    }
     parse(req, res, done as NextFunction);
   });
 }
