@@ -60,8 +60,8 @@ export function fieldHolding(value: unknown, bad: (text: string) => boolean, pat
 }
 
 // JSON.parse decodes lone surrogates from \u escapes; Postgres text cannot hold NUL.
-const LONE_SURROGATE_OR_NUL = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/;
-const notPlainText = (text: string) => LONE_SURROGATE_OR_NUL.test(text);
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const notPlainText = (text: string) => text.includes('\u0000') || LONE_SURROGATE.test(text);
 
 /** A body whose bytes are not UTF-8: the field whose string held them (decoded as U+FFFD), else `body`. */
 function notUtf8(raw: Buffer): ApiError {
