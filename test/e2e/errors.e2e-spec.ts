@@ -335,7 +335,7 @@ describe('errors', () => {
         Buffer.from([0xed, 0xa0, 0x80]),
         Buffer.from('"}}'),
       ]);
-      onlyDetail(await raw(answers, `/calculators/${calc.id}/submissions`), 'data.q');
+      onlyDetail(await raw(answers, `/calculators/${calc.id}/submissions`), 'data');
     });
 
     it.each([
@@ -350,9 +350,9 @@ describe('errors', () => {
 
     it('refuses a lone surrogate or NUL anywhere in submission answers, naming the field', async () => {
       const path = `/calculators/${calc.id}/submissions`;
-      onlyDetail(await raw('{"data":{"a":{"b":"x\\udfffy"}}}', path), 'data.a.b');
-      onlyDetail(await raw('{"data":{"k\\u0000":1}}', path), 'data.k\u0000');
-      onlyDetail(await raw('{"data":{},"meta":{"m":"\\u0000"}}', path), 'meta.m');
+      onlyDetail(await raw('{"data":{"a":{"b":"x\\udfffy"}}}', path), 'data');
+      onlyDetail(await raw('{"data":{"k\\u0000":1}}', path), 'data');
+      onlyDetail(await raw('{"data":{},"meta":{"m":"\\u0000"}}', path), 'meta');
     });
 
     it('names a missing calculators once', async () => {

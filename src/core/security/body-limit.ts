@@ -46,12 +46,12 @@ const PARSE_ERRORS: Record<string, (cause: { limit?: number }) => ApiError> = {
   'request.size.invalid': () => ApiError.badRequest('Request size did not match Content-Length'),
 };
 
-/** The dotted path of the first string (key or value) in `value` that `bad` holds, else `body`. */
+/** The top-level field whose value (or a key or string inside it) `bad` holds. */
 export function fieldHolding(value: unknown, bad: (text: string) => boolean, path = ''): string | null {
   if (typeof value === 'string') return bad(value) ? path || 'body' : null;
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, child] of Object.entries(value)) {
-    const field = path ? `${path}.${key}` : key;
+    const field = path || key; // the body's own field: the API names no deeper path
     if (bad(key)) return field;
     const found = fieldHolding(child, bad, field);
     if (found) return found;
