@@ -1,16 +1,27 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { APP_GUARD, RouterModule } from '@nestjs/core';
+import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { AuthModule } from './auth/auth.module.js';
 import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
 import { ConfigModule } from './core/config/config.module.js';
 import { DatabaseModule } from './core/database/database.module.js';
+import { API_PREFIX } from './core/http/configure-app.js';
+import { HttpPipelineModule } from './core/http/http.module.js';
+import { AppLogger } from './core/logging/app-logger.js';
 import { LoggingModule } from './core/logging/logging.module.js';
+import { requestLogger } from './core/logging/request-logger.js';
 import { RateLimitModule } from './core/security/rate-limit.module.js';
+import { IpThrottlerGuard, KeyThrottlerGuard } from './core/security/rate-limit.guards.js';
+import { RedisModule } from './core/redis/redis.module.js';
+import { apiSecurityHeaders } from './core/security/security-headers.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
 import { DeliveryModule } from './delivery/delivery.module.js';
 import { HealthModule } from './health/health.module.js';
+import { HttpMetrics } from './metrics/http.metrics.js';
 import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { API_MODULES } from './openapi/openapi.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -20,13 +31,20 @@ export const coreImports = (config: AppConfig) => [ConfigModule.forRoot(config),
 
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
+  constructor(
+    private readonly logger: AppLogger,
+    private readonly metrics: HttpMetrics,
+  ) {}
+
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ...coreImports(config),
         LoggingModule,
+        RedisModule,
+        HttpPipelineModule,
         MetricsModule,
         RateLimitModule,
         AuthModule,
@@ -35,10 +53,23 @@ export class AppModule {
         WebhooksModule,
         SubmissionsModule,
         DeliveryModule,
+        // The API under /api/v1; probes and metrics (health, metrics modules) stay at the root.
+        RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),
         HealthModule,
         MetricsApiModule,
         ...(config.workerEnabled ? [DeliveryWorkerModule] : []),
       ],
+      // In this order: the per-IP limit before authentication, the per-key limit after it.
+      providers: [
+        { provide: APP_GUARD, useClass: IpThrottlerGuard },
+        { provide: APP_GUARD, useExisting: ApiKeyGuard },
+        { provide: APP_GUARD, useClass: KeyThrottlerGuard },
+      ],
     };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    // Every path, unknown ones included: the request log first, so every later step has the request id.
+    consumer.apply(requestLogger(this.logger.pino), this.metrics.middleware, apiSecurityHeaders()).forRoutes('*');
   }
 }

@@ -5,6 +5,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Express } from 'express';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { uiSecurityHeaders } from '../core/security/security-headers.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { basicAuth } from './basic-auth.js';
 
@@ -22,5 +23,5 @@ export function mountQueueDashboard(app: NestExpressApplication): void {
   createBullBoard({ queues: [new BullMQAdapter(app.get(DeliveryQueue).queue)], serverAdapter });
   const dashboard = serverAdapter.getRouter() as Express; // an Express app of its own
   dashboard.disable('x-powered-by');
-  app.use(QUEUE_DASHBOARD_PATH, basicAuth(adminCredentials, 'Queue dashboard'), dashboard);
+  app.use(QUEUE_DASHBOARD_PATH, uiSecurityHeaders(), basicAuth(adminCredentials, 'Queue dashboard'), dashboard);
 }

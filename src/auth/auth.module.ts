@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeyCache } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
@@ -8,7 +7,7 @@ import { ApiKeysService } from './api-keys.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKeyEntity])],
-  providers: [ApiKeysService, ApiKeyCache, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-  exports: [ApiKeysService],
+  providers: [ApiKeysService, ApiKeyCache, ApiKeyGuard],
+  exports: [ApiKeysService, ApiKeyGuard],
 })
 export class AuthModule {}

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { API_KEY_HEADER } from '../auth/api-key.js';
+import { apiSecurityHeaders, uiSecurityHeaders } from '../core/security/security-headers.js';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryModule } from '../delivery/delivery.module.js';
 import { SubmissionsModule } from '../submissions/submissions.module.js';
@@ -10,7 +11,7 @@ import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { COMMON_ERROR_STATUSES, errorResponse, errorSchemas } from './error-responses.js';
 
 /** The modules whose controllers make up the API under the prefix (health and metrics live outside it). */
-const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
+export const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
 const API_KEY_SCHEME = 'apiKey';
 
 const DESCRIPTION = [
@@ -44,6 +45,13 @@ function addCommonErrors(document: OpenAPIObject): void {
   }
 }
 
+/** Paths relative to the `/<prefix>` server: the router mounts the API modules under it. */
+function relativeToServer(document: OpenAPIObject, prefix: string): void {
+  document.paths = Object.fromEntries(
+    Object.entries(document.paths).map(([path, item]) => [path.slice(prefix.length + 1) || '/', item]),
+  );
+}
+
 /** The OpenAPI 3.1 document of the API, paths relative to the `/<prefix>` server. */
 export function buildOpenApiDocument(app: INestApplication, prefix: string): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -61,7 +69,8 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
     .addSecurityRequirements(API_KEY_SCHEME)
     .build();
   config.components = { ...config.components, schemas: errorSchemas() };
-  const document = SwaggerModule.createDocument(app, config, { include: API_MODULES, ignoreGlobalPrefix: true });
+  const document = SwaggerModule.createDocument(app, config, { include: API_MODULES });
+  relativeToServer(document, prefix);
   addCommonErrors(document);
   closeObjectSchemas(document.paths);
   closeObjectSchemas(document.components);
@@ -70,6 +79,8 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
 
 /** Serves the document at `/<prefix>/openapi.json` and Swagger UI (assets served locally) at `/<prefix>/docs`, no key needed. */
 export function setupOpenApi(app: NestExpressApplication, prefix: string): void {
+  app.use(`/${prefix}/openapi.json`, apiSecurityHeaders());
+  app.use(`/${prefix}/docs`, uiSecurityHeaders());
   SwaggerModule.setup(`${prefix}/docs`, app, () => buildOpenApiDocument(app, prefix), {
     jsonDocumentUrl: `${prefix}/openapi.json`,
     raw: ['json'],

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
+import { BodyLimit, SUBMISSION_BODY_LIMIT_BYTES } from '../core/http/json-body.interceptor.js';
 import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { CreateSubmissionDto } from './create-submission.dto.js';
@@ -9,6 +10,7 @@ import { SubmissionsService } from './submissions.service.js';
 
 @ApiTags('submissions')
 @Controller('calculators/:calculatorId/submissions')
+@BodyLimit(SUBMISSION_BODY_LIMIT_BYTES)
 export class SubmissionsController {
   constructor(private readonly submissions: SubmissionsService) {}
 

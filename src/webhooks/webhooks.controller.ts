@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseFilters } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
+import { EmptyTextBadRequestFilter } from '../core/http/http-exception.filter.js';
 import { ApiDataResponse, ApiEmptyTextBadRequest, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { CreateWebhookDto } from './create-webhook.dto.js';
@@ -16,6 +17,7 @@ export class WebhooksController {
   @ApiOperation({ operationId: 'listWebhooks', summary: 'List webhooks' })
   @ApiDataResponse(WebhookListItem, { isArray: true, description: 'All active webhooks of the workspace' })
   @ApiEmptyTextBadRequest()
+  @UseFilters(EmptyTextBadRequestFilter) // the spec: a 400 here is text/plain with an empty body
   async list(@CurrentWorkspace() workspace: WorkspaceEntity): Promise<{ data: WebhookListItem[] }> {
     return { data: await this.webhooks.list(workspace.id) };
   }

@@ -1,6 +1,9 @@
 import { createId } from '@paralleldrive/cuid2';
 import type { Response } from 'supertest';
+import { jest } from '@jest/globals';
 import type { CalculatorEntity } from '../../src/calculators/calculator.entity.js';
+import { CreateWebhookDto } from '../../src/webhooks/create-webhook.dto.js';
+import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import {
   client,
   expectBadRequest,
@@ -38,6 +41,7 @@ describe('errors', () => {
   let t: TestApp;
   let api: Client;
   let workspaceId: string;
+  let key: string;
   let calc: CalculatorEntity;
   let foreignCalc: CalculatorEntity;
 
@@ -45,6 +49,7 @@ describe('errors', () => {
     t = await createTestApp();
     const own = await createWorkspace(t, 'Own');
     workspaceId = own.workspace.id;
+    key = own.key;
     api = client(t, own.key);
     calc = await createCalculator(t, workspaceId, 'Own calculator');
     const other = await createWorkspace(t, 'Other');
@@ -283,6 +288,90 @@ describe('errors', () => {
         expectNotFound(await t.http().get(path));
       },
     );
+
+    it.each(['/healthz/x', '/readyz/x', '/metrics/x', '/HEALTHZ/x', '/Metrics/x/y', '/admin/queues', '/API/V2/ME'])(
+      'answers %s, below or beside a route outside /api/v1, with the JSON 404',
+      async (path) => {
+        for (const method of ['get', 'post', 'delete'] as const) {
+          expectNotFound(await t.http()[method](path).set('x-ac-api-key', 'any'));
+        }
+      },
+    );
+
+    it('treats a path in other letter case exactly like the route it matches', async () => {
+      const upper = await t.http().get('/API/V1/WEBHOOKS').set('x-ac-api-key', key);
+      expect(upper.status).toBe(200);
+      expect(upper.body).toEqual({ data: await listWebhooks(api) });
+      const bad = await t.http().get('/API/V1/WEBHOOKS').set('x-ac-api-key', key).type('json').send('{bad');
+      expect([bad.status, bad.headers['content-type'], bad.text]).toEqual([400, 'text/plain; charset=utf-8', '']);
+      expectMethodNotAllowed(await t.http().put('/API/V1/WEBHOOKS').set('x-ac-api-key', key), 'GET, HEAD, POST');
+      expectMethodNotAllowed(await t.http().post('/HEALTHZ'), 'GET, HEAD');
+      expectNotFound(await t.http().get('/API/V1/NOPE').set('x-ac-api-key', key));
+    });
+  });
+
+  describe('text in bodies', () => {
+    const raw = (body: string | Buffer, path = '/webhooks') =>
+      api
+        .post(path)
+        .set('content-type', 'application/json')
+        .serialize((bytes: Buffer) => bytes as unknown as string) // the bytes as they are
+        .send(Buffer.isBuffer(body) ? body : Buffer.from(body));
+    const onlyDetail = (res: Response, field: string) => {
+      expect(expectBadRequest(res, field).details).toEqual([{ field, message: expect.any(String) }]);
+    };
+
+    it('refuses bytes that are not UTF-8 with 400 naming the field, or the body', async () => {
+      const url = Buffer.concat([
+        Buffer.from(`{"url":"${RECEIVER}/`),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(`","calculators":["${calc.id}"]}`),
+      ]);
+      await expectRejected(t, api, workspaceId, () => raw(url), 'url');
+      const outside = Buffer.concat([Buffer.from(`{"url":"${RECEIVER}",`), Buffer.from([0xc3]), Buffer.from('}')]);
+      onlyDetail(await raw(outside), 'body');
+      const answers = Buffer.concat([
+        Buffer.from('{"data":{"q":"'),
+        Buffer.from([0xed, 0xa0, 0x80]),
+        Buffer.from('"}}'),
+      ]);
+      onlyDetail(await raw(answers, `/calculators/${calc.id}/submissions`), 'data');
+    });
+
+    it.each([
+      ['a lone high surrogate in name', '{"name":"a\\ud800","url":"URL","calculators":["CALC"]}', 'name'],
+      ['a lone low surrogate in url', '{"url":"URL/\\udc00","calculators":["CALC"]}', 'url'],
+      ['NUL in name', '{"name":"a\\u0000b","url":"URL","calculators":["CALC"]}', 'name'],
+    ])('refuses %s with 400 naming it', async (_label, template, field) => {
+      const body = template.replace('URL', RECEIVER).replace('CALC', calc.id);
+      await expectRejected(t, api, workspaceId, () => raw(body), field);
+      onlyDetail(await raw(body), field);
+    });
+
+    it('refuses a lone surrogate or NUL anywhere in submission answers, naming the field', async () => {
+      const path = `/calculators/${calc.id}/submissions`;
+      onlyDetail(await raw('{"data":{"a":{"b":"x\\udfffy"}}}', path), 'data');
+      onlyDetail(await raw('{"data":{"k\\u0000":1}}', path), 'data');
+      onlyDetail(await raw('{"data":{},"meta":{"m":"\\u0000"}}', path), 'meta');
+    });
+
+    it('names a missing calculators once', async () => {
+      onlyDetail(await api.post('/webhooks', { url: RECEIVER }), 'calculators');
+    });
+  });
+
+  describe('validated bodies', () => {
+    it('reach the handler as instances of their DTO, as validated', async () => {
+      const create = jest.spyOn(t.app.get(WebhooksService), 'create');
+      try {
+        await registerWebhook(api, { ...valid(), name: 'dto' });
+        const dto = create.mock.calls.at(-1)![1];
+        expect(dto).toBeInstanceOf(CreateWebhookDto);
+        expect({ ...dto }).toEqual({ ...valid(), name: 'dto' });
+      } finally {
+        create.mockRestore();
+      }
+    });
   });
 
   describe('405', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import net from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { BODY_LIMIT_BYTES, SUBMISSION_BODY_LIMIT_BYTES } from '../../src/core/http/configure-app.js';
+import { BODY_LIMIT_BYTES, SUBMISSION_BODY_LIMIT_BYTES } from '../../src/core/http/json-body.interceptor.js';
 import { LINGER_MS, MAX_JSON_DEPTH } from '../../src/core/security/body-limit.js';
 import {
   closeAgent,

@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
-import { hashApiKey } from '../../src/auth/api-key.js';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { configureApp } from '../../src/core/http/configure-app.js';
 import { API, expectError, expectJson, expectNotAuthenticated } from '../support/management-api.js';
@@ -97,23 +97,51 @@ describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
     const redis = new Redis(TEST_REDIS_URL);
     try {
       const names = await redis.keys(`${t.config.queuePrefix}:ratelimit:*`);
-      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:minute:key:${hashApiKey(key)}`);
+      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:default:key:${hashApiKey(key)}`);
       expect(names.join('\n')).not.toContain(key);
     } finally {
       redis.disconnect();
     }
   });
 
-  // Runs last in this app: it spends the limit of requests without a key, which share the client IP.
-  it('counts requests without a well-formed key by client IP, before authentication; probes are never limited', async () => {
-    for (let i = 0; i < LIMIT; i++) expectNotAuthenticated(await me(t.app, i % 2 === 0 ? undefined : 'not-a-key'));
+  it('counts nothing for a key that fails authentication', async () => {
+    const { key } = await createWorkspace(t);
+    const wrong = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
+    for (let i = 0; i < LIMIT * 2; i++) expectNotAuthenticated(await me(t.app, wrong));
+    expectJson(await me(t.app, key), 200);
+  });
+});
+
+describe('rate limiting per client IP (RATE_LIMIT_PER_IP_PER_MINUTE=20), before authentication', () => {
+  const IP_LIMIT = 20;
+  let t: TestApp;
+  let replica: INestApplication;
+
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_PER_IP_PER_MINUTE: String(IP_LIMIT) });
+    replica = await replicaOf(t);
+  });
+  afterAll(async () => {
+    await replica.close();
+    await t.close();
+  });
+
+  it('answers a new random well-formed key on every request with 429 once the IP is over its limit', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < IP_LIMIT * 3; i++) {
+      const res = await me(i % 2 === 0 ? t.app : replica, generateApiKey().key);
+      if (res.status === 429) expectRateLimited(res, 60);
+      else expectNotAuthenticated(res);
+      statuses.push(res.status);
+    }
+    expect(statuses.filter((s) => s === 401)).toHaveLength(IP_LIMIT);
+    expect(statuses.slice(IP_LIMIT).every((s) => s === 429)).toBe(true);
     expectRateLimited(await me(t.app), 60);
-    expectRateLimited(await me(replica, 'still-not-a-key'), 60);
-    for (let i = 0; i < LIMIT * 2; i++) {
+    expectRateLimited(await me(t.app, (await createWorkspace(t)).key), 60);
+    for (let i = 0; i < IP_LIMIT; i++) {
       expect((await request(t.app.getHttpServer()).get('/healthz')).status).toBe(200);
       expect((await request(t.app.getHttpServer()).get('/metrics')).status).toBe(200);
     }
-    expectJson(await me(t.app, (await createWorkspace(t)).key), 200);
   });
 });
 

@@ -49,6 +49,7 @@ describe('security', () => {
           t
             .http()
             .post(`${API}/webhooks`)
+            .set('x-ac-api-key', key)
             .set('content-type', 'application/json')
             .send(`"${'x'.repeat(1 << 21)}"`),
         413,

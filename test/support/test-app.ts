@@ -43,6 +43,7 @@ export async function createTestDatabaseConfig(overrides: Record<string, string>
     WORKER_ENABLED: 'false',
     SEED_DEMO: 'false',
     LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_IP_PER_MINUTE: '0', // every test client is 127.0.0.1; the rate-limit tests turn it on
     ...overrides,
   });
   await runMigrations(config);

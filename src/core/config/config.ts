@@ -127,6 +127,12 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(100000)
   RATE_LIMIT_PER_SECOND = 0;
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(1000000)
+  RATE_LIMIT_PER_IP_PER_MINUTE = 1200;
 }
 
 export interface AppConfig {
@@ -158,8 +164,8 @@ export interface AppConfig {
   metricsPort: number;
   /** Basic-auth credentials of the queue dashboard at /admin/queues; null = dashboard off. */
   adminCredentials: { user: string; password: string } | null;
-  /** Requests per API key (per client IP without one), counted in Redis across replicas; 0 = that limit off. */
-  rateLimit: { perMinute: number; perSecond: number };
+  /** Requests per API key, and per client IP before authentication, counted in Redis across replicas; 0 = off. */
+  rateLimit: { perMinute: number; perSecond: number; perIpPerMinute: number };
 }
 
 export class ConfigError extends Error {}
@@ -222,6 +228,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: env.LOG_LEVEL,
     metricsPort: env.METRICS_PORT,
     adminCredentials: adminCredentials(env.ADMIN_USER, env.ADMIN_PASSWORD),
-    rateLimit: { perMinute: env.RATE_LIMIT_PER_MINUTE, perSecond: env.RATE_LIMIT_PER_SECOND },
+    rateLimit: {
+      perMinute: env.RATE_LIMIT_PER_MINUTE,
+      perSecond: env.RATE_LIMIT_PER_SECOND,
+      perIpPerMinute: env.RATE_LIMIT_PER_IP_PER_MINUTE,
+    },
   };
 }

@@ -1,35 +1,30 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Injectable, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './api-error.js';
-import { allowedMethods, fullPath } from './allowed-methods.js';
 import { isDatabaseUnavailable } from './database-unavailable.js';
+import { RouteMethods } from './route-methods.js';
 
-const BODY_PARSER_ERRORS: Record<string, (cause: { limit?: number }) => ApiError> = {
-  'entity.parse.failed': () => ApiError.badRequest('Malformed JSON in request body'),
-  'entity.too.large': (cause) =>
-    new ApiError(413, 'payload_too_large', `Request body exceeds the limit of ${cause.limit} bytes`),
-  'encoding.unsupported': () => ApiError.badRequest('Unsupported content encoding'),
-  'charset.unsupported': () => ApiError.badRequest('Unsupported charset; send UTF-8 JSON'),
-  'request.aborted': () => ApiError.badRequest('Request aborted'),
-  'request.size.invalid': () => ApiError.badRequest('Request size did not match Content-Length'),
-};
+/** The request path as the client sent it. */
+const fullPath = (req: Request): string => req.originalUrl.split('?')[0];
 
 /** The one place where any error becomes the API's error body. */
 @Catch()
+@Injectable()
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpExceptionFilter');
+
+  constructor(private readonly routes: RouteMethods) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     const error = this.toApiError(exception, req);
     if (res.headersSent) return;
-    // The spec: a 400 on GET /webhooks is text/plain with an empty body.
-    if (error.status === 400 && req.method === 'GET' && /^\/api\/v1\/webhooks\/?$/.test(fullPath(req))) {
-      res.status(400).type('text/plain').send('');
-      return;
-    }
+    this.send(error, res);
+  }
+
+  protected send(error: ApiError, res: Response): void {
     res.status(error.status).set(error.headers).json(error.toBody());
   }
 
@@ -47,17 +42,13 @@ export class HttpExceptionFilter implements ExceptionFilter {
       `Unhandled error ${requestId} on ${req.method} ${fullPath(req)}`,
       exception instanceof Error ? exception.stack : String(exception),
     );
-    const error = new ApiError(500, 'internal_server_error', `Internal server error (request ${requestId})`);
-    return error;
+    return new ApiError(500, 'internal_server_error', `Internal server error (request ${requestId})`);
   }
 
   private fromHttpException(exception: HttpException, req: Request): ApiError {
-    const cause = exception.cause as { type?: string; limit?: number } | undefined;
-    const mapped = cause?.type ? BODY_PARSER_ERRORS[cause.type] : undefined;
-    if (mapped) return mapped(cause!);
     const status = exception.getStatus();
     if (status === 404) {
-      const allow = allowedMethods(req);
+      const allow = this.routes.allowedOn(fullPath(req));
       if (allow.length > 0) {
         return new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on this path`, undefined, {
           Allow: allow.join(', '),
@@ -69,5 +60,15 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (status === 413) return new ApiError(413, 'payload_too_large', 'Request body too large');
     if (status === 429) return new ApiError(429, 'rate_limited', 'Too many requests');
     return new ApiError(status, status >= 500 ? 'internal_server_error' : 'bad_request', exception.message);
+  }
+}
+
+/** For a route whose 400 the spec defines as an empty text/plain body (GET /webhooks); other errors as usual. */
+@Catch()
+@Injectable()
+export class EmptyTextBadRequestFilter extends HttpExceptionFilter {
+  protected override send(error: ApiError, res: Response): void {
+    if (error.status === 400) res.status(400).type('text/plain').send('');
+    else super.send(error, res);
   }
 }

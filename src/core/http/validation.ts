@@ -4,7 +4,10 @@ import { ApiError, type ErrorDetail } from './api-error.js';
 function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({ field, message }));
+    // One message per field: the first rule it breaks (a missing array is not also empty and unknown).
+    const own = Object.values(error.constraints ?? {})
+      .slice(0, 1)
+      .map((message) => ({ field, message }));
     return [...own, ...flatten(error.children ?? [], field)];
   });
 }
@@ -15,18 +18,37 @@ const HIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype', ...Object.
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+const VERBATIM = Symbol('VERBATIM');
+
 /**
- * Validates a body against its DTO, then hands the handler the body as parsed: class-transformer's
- * copy drops nested keys such as `constructor` or `toString`, which are data in a submission's answers.
+ * A body field handed to the handler exactly as parsed (a submission's answers): class-transformer's
+ * copy drops nested keys such as `constructor` or `toString`, which are data there.
+ */
+export function Verbatim(): PropertyDecorator {
+  return (target, property) => {
+    const fields: (string | symbol)[] = Reflect.getMetadata(VERBATIM, target.constructor) ?? [];
+    Reflect.defineMetadata(VERBATIM, [...fields, property], target.constructor);
+  };
+}
+
+/**
+ * Validates a body against its DTO and hands the handler the DTO instance; fields marked @Verbatim
+ * keep the parsed value. One pipe for every body: a route's own pipe runs after the global one and
+ * would only see the transformed copy, without the keys it dropped.
  */
 class BodyValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type !== 'body' || !isPlainObject(value)) return super.transform(value, metadata);
     const hidden = Object.keys(value).find((key) => HIDDEN_KEYS.has(key));
     if (hidden) throw ApiError.invalidField(hidden, `property ${hidden} should not exist`);
-    const asSent = structuredClone(value);
-    await super.transform(value, metadata);
-    return asSent;
+    const verbatim: (string | symbol)[] = (metadata.metatype && Reflect.getMetadata(VERBATIM, metadata.metatype)) ?? [];
+    // Copied first: the base pipe strips prototype keys from the value in place.
+    const kept = verbatim
+      .filter((f) => typeof f === 'string' && Object.hasOwn(value, f))
+      .map((f) => [f, structuredClone(value[f as string])] as const);
+    const dto = (await super.transform(value, metadata)) as Record<string | symbol, unknown>;
+    for (const [field, raw] of kept) dto[field] = raw;
+    return dto;
   }
 }
 

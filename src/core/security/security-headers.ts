@@ -1,8 +1,5 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import helmet from 'helmet';
-
-/** HTML pages served by the api: the API reference (its own inline scripts and styles) and the queue dashboard. */
-export const UI_PATH_PREFIXES = ['/api/v1/docs', '/admin/queues'];
 
 // JSON responses load nothing and are never framed.
 const API_CSP = { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } as const;
@@ -24,13 +21,10 @@ const UI_CSP = {
   },
 } as const;
 
-/** helmet's headers on every response, errors included; the one place its options live. */
-export function securityHeaders(): RequestHandler {
-  const api = helmet({ contentSecurityPolicy: API_CSP, xFrameOptions: { action: 'deny' } });
-  const ui = helmet({ contentSecurityPolicy: UI_CSP, xFrameOptions: { action: 'deny' } });
-  return (req: Request, res: Response, next: NextFunction) => {
-    const path = req.path.toLowerCase();
-    const isUi = UI_PATH_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
-    (isUi ? ui : api)(req, res, next);
-  };
-}
+/** helmet's headers for JSON responses, errors included; the one place its options live. */
+export const apiSecurityHeaders = (): RequestHandler =>
+  helmet({ contentSecurityPolicy: API_CSP, xFrameOptions: { action: 'deny' } });
+
+/** helmet's headers for the HTML pages: the API reference and the queue dashboard. */
+export const uiSecurityHeaders = (): RequestHandler =>
+  helmet({ contentSecurityPolicy: UI_CSP, xFrameOptions: { action: 'deny' } });

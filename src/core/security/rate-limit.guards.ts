@@ -1,0 +1,88 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import type { ThrottlerLimitDetail } from '@nestjs/throttler';
+import type { Request } from 'express';
+import { presentedKeyHash } from '../../auth/api-key.js';
+import type { AuthenticatedRequest } from '../../auth/current-workspace.decorator.js';
+import { IS_PUBLIC } from '../../auth/public.decorator.js';
+import { ApiError } from '../http/api-error.js';
+
+// @nestjs/throttler is CommonJS requiring the ES module @nestjs/common: loaded once that has been
+// evaluated, or the test runner's loader sees a require(esm) cycle.
+const { ThrottlerGuard } = await import('@nestjs/throttler');
+
+/** Throttler names: per client IP (before authentication), per API key per minute and per second. */
+export const PER_IP = 'ip';
+export const PER_KEY_MINUTE = 'default'; // the unsuffixed X-RateLimit-* headers describe this window
+export const PER_KEY_SECOND = 'second';
+
+const windowName = (ttlMs: number) => (ttlMs === 1000 ? 'second' : 'minute');
+
+/** A ThrottlerGuard for some of the configured throttlers; the 429 is the API's error body with Retry-After. */
+abstract class ScopedThrottlerGuard extends ThrottlerGuard {
+  protected abstract readonly names: string[];
+
+  override async onModuleInit(): Promise<void> {
+    await super.onModuleInit();
+    this.throttlers = this.throttlers.filter((t) => this.names.includes(t.name!));
+  }
+
+  protected override generateKey(_context: ExecutionContext, tracker: string, name: string): string {
+    return `${name}:${tracker}`;
+  }
+
+  protected override async throwThrottlingException(
+    context: ExecutionContext,
+    detail: ThrottlerLimitDetail,
+  ): Promise<void> {
+    const res = context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>();
+    if (detail.key.startsWith(`${PER_KEY_MINUTE}:`)) {
+      res.setHeader(`${this.headerPrefix}-Limit`, String(detail.limit));
+      res.setHeader(`${this.headerPrefix}-Remaining`, '0');
+      res.setHeader(`${this.headerPrefix}-Reset`, String(detail.timeToExpire));
+    }
+    const retryAfter = String(detail.timeToBlockExpire);
+    throw new ApiError(
+      429,
+      'rate_limited',
+      `Rate limit of ${detail.limit} requests per ${windowName(detail.ttl)} exceeded; retry in ${retryAfter} s`,
+      undefined,
+      { 'Retry-After': retryAfter },
+    );
+  }
+
+  protected isPublic(context: ExecutionContext): boolean {
+    return this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]) ?? false;
+  }
+}
+
+/**
+ * Requests per client IP, counted before authentication: a client presenting a new made-up key on
+ * every request is limited here. Probes and scrapes (public routes) are never limited.
+ */
+@Injectable()
+export class IpThrottlerGuard extends ScopedThrottlerGuard {
+  protected readonly names = [PER_IP];
+
+  protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
+    return Promise.resolve(this.isPublic(context));
+  }
+
+  protected override getTracker(req: Request): Promise<string> {
+    return Promise.resolve(`ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`);
+  }
+}
+
+/** Requests per API key, counted after authentication under the SHA-256 of the key (never the key). */
+@Injectable()
+export class KeyThrottlerGuard extends ScopedThrottlerGuard {
+  protected readonly names = [PER_KEY_MINUTE, PER_KEY_SECOND];
+
+  protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<Request & Partial<AuthenticatedRequest>>();
+    return Promise.resolve(this.isPublic(context) || !req.workspace);
+  }
+
+  protected override getTracker(req: Request): Promise<string> {
+    return Promise.resolve(`key:${presentedKeyHash(req)}`);
+  }
+}
