@@ -75,7 +75,8 @@ function notUtf8(raw: Buffer): ApiError {
 }
 
 const asApiError = (error: unknown): unknown => {
-  // Thrown by the UTF-8 check inside body-parser, which sets its status to 403.
+  // Thrown by the UTF-8 check inside body-parser, which sets its status to 403; the streaming 413 passes as it is.
+  if (error instanceof ApiError && error.code === 'payload_too_large') return error;
   if (error instanceof ApiError) return new ApiError(400, error.code, error.message, error.details);
   const cause = error as { type?: string; limit?: number };
   const mapped = typeof cause?.type === 'string' ? PARSE_ERRORS[cause.type] : undefined;
