@@ -110,6 +110,7 @@ function benchEnv(extra) {
       LOG_LEVEL: settings.logLevel,
       // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
       RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
+      RATE_LIMIT_PER_IP_PER_MINUTE: '0', // the load generator is one IP
       DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination),
       ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
       ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),

@@ -58,6 +58,7 @@ function soakEnv(extra) {
     {
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_MINUTE: '0',
+      RATE_LIMIT_PER_IP_PER_MINUTE: '0',
       DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000',
       NODE_OPTIONS: IMAGE_NODE_OPTIONS, // the heap budget the image runs with
       ...extra,

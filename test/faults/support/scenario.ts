@@ -133,6 +133,7 @@ export class Scenario {
       // The per-key limit stays on (it is in the request path), far above the stream's rate.
       RATE_LIMIT_PER_MINUTE: '1000000',
       RATE_LIMIT_PER_SECOND: '0',
+      RATE_LIMIT_PER_IP_PER_MINUTE: '0', // every client of the scenario is 127.0.0.1
       ...this.options.env,
       ...extra,
     };
