@@ -20,10 +20,14 @@ export const APP_DIR = process.env.FAULTS_APP_DIR ?? process.cwd();
 export const SHARED_PG = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 export const SHARED_REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** Short schedules so a scenario takes about a minute: 6 attempts over ~3 s, 1 s attempt timeout. */
+/**
+ * Short schedules so a scenario takes about a minute: 6 attempts over ~3 s, 1 s attempt timeout, and a
+ * circuit breaker scaled alike (paused 500 ms after 5 timeouts in a row, at most 16 s after failed probes).
+ */
 export const FAST_ENV = {
   WORKER_CONCURRENCY: '16',
   DELIVERY_TIMEOUT_MS: '1000',
+  DELIVERY_BREAKER_COOLDOWN_MS: '500',
   DELIVERY_RETRY_SCHEDULE: '100ms,200ms,400ms,800ms,1600ms',
   SWEEP_INTERVAL_MS: '1000',
   DELIVERY_LOCK_MS: '2000',
