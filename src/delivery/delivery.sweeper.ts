@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { WebhookEntity } from '../webhooks/webhook.entity.js';
 import { DeliveryQueue } from './delivery-queue.js';
+import { DeliveryEntity } from './delivery.entity.js';
 
 const SWEEP_BATCH = 1000;
 
@@ -37,14 +39,19 @@ export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   private async sweep(): Promise<number> {
     try {
-      const rows: { id: string; url: string; workspace_id: string }[] = await this.dataSource.query(
-        `SELECT d.id, w.url, d.workspace_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-         WHERE d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $1::float / 1000)
-         ORDER BY d.next_attempt_at LIMIT $2`,
-        [this.config.sweepIntervalMs, SWEEP_BATCH],
-      );
-      await this.queue.enqueue(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspace_id })));
-      return rows.length;
+      const dueBefore = new Date(Date.now() - this.config.sweepIntervalMs);
+      const due = await this.dataSource
+        .createQueryBuilder(DeliveryEntity, 'd')
+        .innerJoin(WebhookEntity, 'w', 'w.id = d.webhookId')
+        .select('d.id', 'deliveryId')
+        .addSelect('w.url', 'url')
+        .addSelect('d.workspaceId', 'workspaceId')
+        .where("d.status = 'pending' AND d.nextAttemptAt <= :dueBefore", { dueBefore })
+        .orderBy('d.nextAttemptAt')
+        .limit(SWEEP_BATCH)
+        .getRawMany<{ deliveryId: string; url: string; workspaceId: string }>();
+      await this.queue.enqueue(due);
+      return due.length;
     } catch (error) {
       this.logger.warn(`Sweep failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
       return 0;
