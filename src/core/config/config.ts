@@ -51,6 +51,18 @@ export class EnvironmentVariables {
   @Transform(int)
   @IsInt()
   @Min(0)
+  @Max(3600000)
+  DATABASE_STATEMENT_TIMEOUT_MS = 5000;
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(3600000)
+  DATABASE_LOCK_TIMEOUT_MS = 2000;
+
+  @Transform(int)
+  @IsInt()
+  @Min(0)
   @Max(1000)
   DELIVERY_BREAKER_THRESHOLD = 5;
 
@@ -140,6 +152,8 @@ export interface AppConfig {
   workerConcurrency: number;
   /** Connections in this process's Postgres pool; no longer grows with the worker's concurrency. */
   databasePoolSize: number;
+  /** Postgres cancels a statement running longer, or waiting for a lock longer (0 = no limit): the request answers 503. */
+  databaseTimeouts: { statementMs: number; lockMs: number };
   /** Consecutive timeouts after which a destination is paused (0 = no circuit breaker), and for how long. */
   breaker: { threshold: number; cooldownMs: number };
   deliveryTimeoutMs: number;
@@ -210,6 +224,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     workerEnabled: env.WORKER_ENABLED,
     workerConcurrency: env.WORKER_CONCURRENCY,
     databasePoolSize: env.DATABASE_POOL_SIZE,
+    databaseTimeouts: { statementMs: env.DATABASE_STATEMENT_TIMEOUT_MS, lockMs: env.DATABASE_LOCK_TIMEOUT_MS },
     breaker: { threshold: env.DELIVERY_BREAKER_THRESHOLD, cooldownMs: env.DELIVERY_BREAKER_COOLDOWN_MS },
     deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
