@@ -1,10 +1,11 @@
 import { prepared } from './prepared.js';
 
 /*
- * Every SQL statement of the services, migrations aside. The rest of the code reaches the database
- * through TypeORM repositories and the query builder; a statement is here only when the ORM cannot
- * say it (locks, data-modifying CTEs, set-returning functions) or would take more round trips on a
- * hot path. Each says why. Named (prepared) statements run with queryPrepared, on TypeORM's pool.
+ * Every SQL statement of the services (migrations, CREATE DATABASE in migrate.ts and the api-key cache's
+ * LISTEN aside). The rest of the code reaches the database through TypeORM repositories and the query
+ * builder; a statement is here only when the ORM cannot say it (locks, data-modifying CTEs, set-returning
+ * functions) or would take more round trips on a hot path. Each says why. Named (prepared) statements
+ * run with queryPrepared, on TypeORM's pool.
  */
 
 // --- Submission and its outbox (POST .../submissions, the hottest write) ---
@@ -128,3 +129,13 @@ export const WEBHOOKS_LIST = prepared(
    GROUP BY w.id
    ORDER BY w.created_at, w.id`,
 );
+
+// --- Metrics ---
+
+/**
+ * SQL because the age is measured on the database's clock, in one aggregate that uses
+ * deliveries_pending_due_idx (pending deliveries always have a next_attempt_at).
+ */
+export const OLDEST_PENDING_AGE = `
+  SELECT greatest(0, extract(epoch FROM now() - min(next_attempt_at)))::float AS age
+  FROM deliveries WHERE status = 'pending'`;
