@@ -7,16 +7,19 @@ import { loadConfigOrExit } from './core/config/load-or-exit.js';
 import { runMigrations } from './core/database/migrate.js';
 import { configureApp } from './core/http/configure-app.js';
 import { exitOnSignals } from './core/shutdown.js';
+import { describeStartupFailure } from './core/startup-failure.js';
+import type { AppConfig } from './core/config/config.js';
 import { describeDemoSeed, seedDemo } from './workspaces/demo-seed.js';
 
-async function bootstrap(): Promise<void> {
-  const config = loadConfigOrExit();
+async function bootstrap(config: AppConfig): Promise<void> {
   const logger = new Logger('Main');
   const applied = config.migrationsRun ? await runMigrations(config) : [];
   // Logs are held until configureApp hands Nest the JSON logger.
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bodyParser: false,
     bufferLogs: true,
+    // A failure reaches the catch below, which names the variable to check.
+    abortOnError: false,
   });
   configureApp(app);
   if (applied.length > 0) logger.log(`Applied migrations: ${applied.join(', ')}`);
@@ -28,7 +31,8 @@ async function bootstrap(): Promise<void> {
   logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
 }
 
-bootstrap().catch((error: Error) => {
-  process.stderr.write(`Failed to start: ${error.message}\n`);
+const config = loadConfigOrExit();
+bootstrap(config).catch((error: Error) => {
+  process.stderr.write(`Failed to start: ${describeStartupFailure(error, config)}\n`);
   process.exit(1);
 });

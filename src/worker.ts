@@ -3,20 +3,26 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
 import { AppLogger } from './core/logging/app-logger.js';
+import type { AppConfig } from './core/config/config.js';
 import { exitOnSignals } from './core/shutdown.js';
+import { describeStartupFailure } from './core/startup-failure.js';
 import { WorkerModule } from './worker.module.js';
 
 /** Delivery worker only (`npm run start:worker`); run several to scale. Migrations are the api's job. */
-async function bootstrap(): Promise<void> {
-  const config = loadConfigOrExit();
+async function bootstrap(config: AppConfig): Promise<void> {
   const logger = new Logger('Worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), { bufferLogs: true });
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), {
+    bufferLogs: true,
+    // A failure reaches the catch below, which names the variable to check.
+    abortOnError: false,
+  });
   app.useLogger(app.get(AppLogger));
   exitOnSignals(app, config, logger);
   logger.log(`Worker running (concurrency ${config.workerConcurrency}, queue prefix ${config.queuePrefix})`);
 }
 
-bootstrap().catch((error: Error) => {
-  process.stderr.write(`Worker failed to start: ${error.message}\n`);
+const config = loadConfigOrExit();
+bootstrap(config).catch((error: Error) => {
+  process.stderr.write(`Worker failed to start: ${describeStartupFailure(error, config)}\n`);
   process.exit(1);
 });

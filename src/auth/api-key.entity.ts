@@ -1,10 +1,15 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn, Unique } from 'typeorm';
+import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 @Entity('api_keys')
+@Index('api_keys_workspace_idx', ['workspaceId', 'createdAt'])
+@Unique('api_keys_prefix_key', ['prefix'])
+@Unique('api_keys_key_hash_key', ['keyHash'])
 export class ApiKeyEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
+  @ForeignKey(() => WorkspaceEntity, { name: 'api_keys_workspace_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 
@@ -16,7 +21,7 @@ export class ApiKeyEntity {
   @Column({ name: 'key_hash', type: 'char', length: 64 })
   keyHash: string;
 
-  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   createdAt: Date;
 
   @Column({ name: 'revoked_at', type: 'timestamptz', precision: 3, nullable: true })

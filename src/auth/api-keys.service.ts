@@ -1,31 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, Repository, type EntityManager } from 'typeorm';
-import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { newId } from '../core/ids.js';
-import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { generateApiKey, hashApiKey } from './api-key.js';
 import { ApiKeyCache, type CachedKey } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
 
 // last_used_at is a hint for operators, so it is written at most once a minute per key.
 const LAST_USED_RESOLUTION_MS = 60_000;
-
-const FIND_ACTIVE_KEY = prepared(
-  'api_keys_authenticate',
-  `SELECT k.id AS key_id, k.last_used_at, w.id, w.name, w.created_at, w.updated_at
-   FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
-   WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-);
-
-interface ActiveKeyRow {
-  key_id: string;
-  last_used_at: Date | null;
-  id: string;
-  name: string;
-  created_at: Date;
-  updated_at: Date;
-}
 
 export interface IssuedApiKey {
   key: string;
@@ -88,13 +71,14 @@ export class ApiKeysService {
       return cached.workspace;
     }
     const stamp = this.cache.stamp;
-    const [row] = await queryPrepared<ActiveKeyRow>(this.keys.manager.connection, FIND_ACTIVE_KEY, [hash]);
-    if (!row) return null;
-    const key: CachedKey = {
-      keyId: row.key_id,
-      workspace: { id: row.id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at },
-      touchedAt: row.last_used_at?.getTime() ?? 0,
-    };
+    // Two lookups, on a cache miss only: a key is then served from the cache until it is revoked.
+    const found = await this.keys.findOne({
+      select: { id: true, workspaceId: true, lastUsedAt: true },
+      where: { keyHash: hash, revokedAt: IsNull() },
+    });
+    const workspace = found && (await this.keys.manager.findOneBy(WorkspaceEntity, { id: found.workspaceId }));
+    if (!found || !workspace) return null;
+    const key: CachedKey = { keyId: found.id, workspace, touchedAt: found.lastUsedAt?.getTime() ?? 0 };
     this.touch(key);
     this.cache.set(hash, key, stamp);
     return key.workspace;

@@ -1,10 +1,13 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 @Entity('calculators')
+@Index('calculators_workspace_list_idx', ['workspaceId', 'createdAt', 'id'], { where: 'removed_at IS NULL' })
 export class CalculatorEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
+  @ForeignKey(() => WorkspaceEntity, { name: 'calculators_workspace_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 
@@ -17,22 +20,22 @@ export class CalculatorEntity {
   @Column({ type: 'text', nullable: true })
   slug: string | null;
 
-  @Column({ type: 'varchar', length: 32 })
+  @Column({ type: 'varchar', length: 32, default: 'draft' })
   status: string;
 
-  @Column({ type: 'jsonb' })
+  @Column({ type: 'jsonb', default: [] })
   elements: object[];
 
-  @Column({ type: 'jsonb' })
+  @Column({ type: 'jsonb', default: { lg: [], md: [], sm: [] } })
   layouts: { lg: object[]; md: object[]; sm: object[] };
 
-  @Column({ type: 'jsonb' })
+  @Column({ type: 'jsonb', default: [] })
   variables: object[];
 
-  @Column({ name: 'submit_actions', type: 'jsonb' })
+  @Column({ name: 'submit_actions', type: 'jsonb', default: {} })
   submitActions: object;
 
-  @Column({ name: 'theme_id', type: 'varchar', length: 64 })
+  @Column({ name: 'theme_id', type: 'varchar', length: 64, default: 'default' })
   themeId: string;
 
   @Column({ name: 'template_visibility', type: 'text', nullable: true })
@@ -41,28 +44,28 @@ export class CalculatorEntity {
   @Column({ name: 'template_calculator_id', type: 'varchar', length: 32, nullable: true })
   templateCalculatorId: string | null;
 
-  @Column({ name: 'clones_count', type: 'integer' })
+  @Column({ name: 'clones_count', type: 'integer', default: 0 })
   clonesCount: number;
 
-  @Column({ name: 'impressions_count', type: 'integer' })
+  @Column({ name: 'impressions_count', type: 'integer', default: 0 })
   impressionsCount: number;
 
   @Column({ name: 'last_impression_at', type: 'timestamptz', precision: 3, nullable: true })
   lastImpressionAt: Date | null;
 
-  @Column({ name: 'submissions_count', type: 'integer' })
+  @Column({ name: 'submissions_count', type: 'integer', default: 0 })
   submissionsCount: number;
 
   @Column({ name: 'last_submission_at', type: 'timestamptz', precision: 3, nullable: true })
   lastSubmissionAt: Date | null;
 
-  @Column({ name: 'new_element_count', type: 'jsonb' })
+  @Column({ name: 'new_element_count', type: 'jsonb', default: {} })
   newElementCount: object;
 
-  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   createdAt: Date;
 
-  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   updatedAt: Date;
 
   @Column({ name: 'removed_at', type: 'timestamptz', precision: 3, nullable: true })

@@ -1,21 +1,7 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CalculatorEntity } from './calculator.entity.js';
 
-/** A timestamp as an entity holds it, or already in the response format (formatted by Postgres). */
-type Timestamp = Date | string;
-
-const iso = (d: Timestamp): string => (typeof d === 'string' ? d : d.toISOString());
-const isoOrNull = (d: Timestamp | null): string | null => (d === null ? null : iso(d));
-
-type TimestampField = 'createdAt' | 'updatedAt' | 'lastImpressionAt' | 'lastSubmissionAt';
-
-/** What the serializer reads: an entity, or a row whose timestamps Postgres already formatted. */
-export type CalculatorFields = Omit<CalculatorEntity, TimestampField | 'removedAt'> & {
-  createdAt: Timestamp;
-  updatedAt: Timestamp;
-  lastImpressionAt: Timestamp | null;
-  lastSubmissionAt: Timestamp | null;
-};
+const isoOrNull = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 const OBJECTS = { type: 'array', items: { type: 'object' } } as const;
 const TIMESTAMP = { format: 'date-time', description: 'ISO 8601 UTC, with milliseconds' } as const;
@@ -100,10 +86,10 @@ export class CalculatorResponse {
 }
 
 /** The 21 fields of spec 2.4, in its order. */
-export const serializeCalculator = (c: CalculatorFields): CalculatorResponse => ({
+export const serializeCalculator = (c: CalculatorEntity): CalculatorResponse => ({
   id: c.id,
-  createdAt: iso(c.createdAt),
-  updatedAt: iso(c.updatedAt),
+  createdAt: c.createdAt.toISOString(),
+  updatedAt: c.updatedAt.toISOString(),
   name: c.name,
   slug: c.slug,
   workspaceId: c.workspaceId,

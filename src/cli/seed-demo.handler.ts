@@ -1,7 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { AppConfig } from '../core/config/config.js';
-import { InjectConfig } from '../core/config/config.module.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
 import { DEMO_API_KEY, DEMO_CALCULATORS, describeDemoSeed, seedDemo } from '../workspaces/demo-seed.js';
 import { serializeWorkspace } from '../workspaces/workspace.serializer.js';
 import type { CommandOutput } from './provisioning-command.js';
@@ -10,7 +10,7 @@ import type { CommandOutput } from './provisioning-command.js';
 export class SeedDemoHandler {
   constructor(
     private readonly moduleRef: ModuleRef,
-    @InjectConfig() private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async seed(): Promise<CommandOutput> {

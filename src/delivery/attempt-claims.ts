@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { Batcher } from '../core/batcher.js';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { poolOf, prepared, queryPreparedOn } from '../core/database/prepared.js';
+import { connectionOf, queryPreparedOn, type PooledConnection } from '../core/database/prepared.js';
+import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from '../core/database/statements.js';
 
 export interface AttemptContext {
   attempt_count: number;
@@ -31,9 +31,6 @@ export type Claim =
   { outcome: 'claimed'; context: AttemptContext; written: () => void } | { outcome: 'cancelled' | 'busy' | 'ended' };
 
 type ClaimRow = AttemptContext & { delivery_id: string; outcome: 'claimed' | 'cancelled' | 'busy' | 'ended' };
-
-const CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
-const UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_unlock_all()');
 
 // A request is handed to its socket within a tick of its claim; this bound only guards against a bug.
 const FENCE_MAX_MS = 5_000;
@@ -67,28 +64,19 @@ export class AttemptClaims {
   }
 
   private async claimBatch(ids: string[]): Promise<Claim[]> {
-    const client = await poolOf(this.dataSource).connect();
-    let broken: Error | undefined;
-    // An unheard 'error' on a checked-out client would crash the process (Postgres restarting).
-    const onError = (error: Error) => (broken = error);
-    client.on('error', onError);
+    const connection = await connectionOf(this.dataSource);
     let rows: ClaimRow[];
     try {
-      rows = await queryPreparedOn<ClaimRow>(client, CLAIM, [ids, this.leaseMs]);
+      rows = await queryPreparedOn<ClaimRow>(connection.client, ATTEMPT_CLAIM, [ids, this.leaseMs]);
     } catch (error) {
-      // Session-level locks the claim took before failing go with the connection.
-      client.off('error', onError);
-      client.release(true);
+      // Session-level locks the claim took before failing (a timeout, say) must not stay on a pooled connection.
+      this.unlocker(connection)();
       throw error;
     }
     const byId = new Map(rows.map((row) => [row.delivery_id, row]));
     let held = rows.filter((row) => row.outcome === 'claimed').length;
-    const detach = () => {
-      client.off('error', onError);
-      return broken;
-    };
-    if (held === 0) client.release(detach()); // nothing locked: the function unlocked what it did not claim
-    const unlock = this.unlocker(client, detach);
+    if (held === 0) connection.release(); // nothing locked: the function unlocked what it did not claim
+    const unlock = this.unlocker(connection);
     const timer = held > 0 ? setTimeout(() => this.unlockLate(unlock), FENCE_MAX_MS) : undefined;
     const writtenOnce = () => {
       let called = false;
@@ -114,19 +102,16 @@ export class AttemptClaims {
   }
 
   /** Releases every lock of the batch (one statement), then the connection; once. */
-  private unlocker(client: PoolClient, detach: () => Error | undefined): () => void {
+  private unlocker({ client, release }: PooledConnection): () => void {
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      queryPreparedOn(client, UNLOCK, []).then(
-        () => client.release(detach()),
-        // A connection that cannot unlock is closed, which releases its locks.
-        (error: Error) => {
-          detach();
-          client.release(error);
-        },
-      );
+      queryPreparedOn(client, ATTEMPT_UNLOCK, []).then(release, () => {
+        // A connection that cannot unlock is closed (which releases its locks), so the pool drops it.
+        void client.end().catch(() => undefined);
+        release();
+      });
     };
   }
 }

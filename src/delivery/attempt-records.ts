@@ -4,7 +4,8 @@ import { DataSource } from 'typeorm';
 import { Batcher } from '../core/batcher.js';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { prepared, queryPrepared } from '../core/database/prepared.js';
+import { queryPrepared } from '../core/database/prepared.js';
+import { ATTEMPT_RECORD } from '../core/database/statements.js';
 import { newId } from '../core/ids.js';
 import type { DeliveryStatus } from './delivery.entity.js';
 
@@ -30,38 +31,6 @@ export interface AttemptRecord {
  */
 export type Recorded = DeliveryStatus | null;
 
-// Every attempt finished since the last write goes in one statement (group commit). The update only
-// applies to the attempt the delivery is at, so a stale duplicate cannot overwrite a newer result.
-const RECORD_ATTEMPTS = prepared(
-  'delivery_record_attempts',
-  `
-  WITH input AS (
-    SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::int[], $4::varchar[], $5::timestamptz[], $6::int[],
-                         $7::int[], $8::text[], $9::text[], $10::boolean[], $11::varchar[], $12::timestamptz[],
-                         $13::timestamptz[])
-      AS i(delivery_id, attempt_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body,
-           error, succeeded, status, next_attempt_at, finished_at)
-  ), attempt AS (
-    INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
-                                   response_body, error, succeeded)
-    SELECT attempt_id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body,
-           error, succeeded
-    FROM input
-  ), updated AS (
-    UPDATE deliveries d SET
-      status = CASE WHEN d.status = 'cancelled' AND i.status = 'pending' THEN 'cancelled' ELSE i.status END,
-      next_attempt_at = CASE WHEN d.status = 'cancelled' THEN NULL ELSE i.next_attempt_at END,
-      completed_at = CASE WHEN d.status = 'cancelled' AND i.status = 'pending' THEN d.completed_at
-                          WHEN i.status = 'pending' THEN NULL ELSE i.finished_at END,
-      attempt_count = i.attempt_number, last_attempt_at = i.started_at, last_status_code = i.status_code,
-      last_error = i.error, updated_at = i.finished_at, lease_until = NULL
-    FROM input i
-    WHERE d.id = i.delivery_id AND d.attempt_count = i.attempt_number - 1
-    RETURNING d.id, d.status
-  )
-  SELECT id, status FROM updated`,
-);
-
 const MAX_BATCH = 500;
 
 @Injectable()
@@ -82,7 +51,7 @@ export class AttemptRecords {
 
   private async write(records: AttemptRecord[]): Promise<Recorded[]> {
     const column = <K extends keyof AttemptRecord>(key: K) => records.map((r) => r[key]);
-    const rows = await queryPrepared<{ id: string; status: DeliveryStatus }>(this.dataSource, RECORD_ATTEMPTS, [
+    const rows = await queryPrepared<{ id: string; status: DeliveryStatus }>(this.dataSource, ATTEMPT_RECORD, [
       column('deliveryId'),
       records.map(() => newId()),
       column('attemptNumber'),

@@ -3,26 +3,21 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { prepared, queryPrepared } from '../core/database/prepared.js';
 import { isCuid2 } from '../core/ids.js';
 import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
 import { AttemptClaims, type AttemptContext } from './attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { AttemptRecords } from './attempt-records.js';
+import { WebhookEntity } from '../webhooks/webhook.entity.js';
 import { buildPayload } from './delivery-payload.js';
 import type { DeliverJobData } from './delivery-queue.js';
+import { DeliveryEntity } from './delivery.entity.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
 
 /** What one run of a job came to; `busy`: another worker is attempting it, so look again later. */
 export type RunResult =
   (AttemptOutcome & { send: SendResult }) | { status: 'cancelled' } | { status: 'skipped' } | { status: 'busy' };
-
-// Jobs enqueued before the url travelled with the job.
-const WEBHOOK_URL = prepared(
-  'delivery_webhook_url',
-  'SELECT w.url FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1',
-);
 
 /**
  * One attempt of one delivery: connect, claim (the removal fence), sign and write, release the fence,
@@ -124,7 +119,13 @@ export class DeliveryAttemptService {
   }
 
   private async urlOf(deliveryId: string): Promise<string | undefined> {
-    const [row] = await queryPrepared<{ url: string }>(this.dataSource, WEBHOOK_URL, [deliveryId]);
-    return row?.url;
+    // Jobs enqueued before the url travelled with the job.
+    const webhook = await this.dataSource
+      .createQueryBuilder(WebhookEntity, 'w')
+      .select('w.url')
+      .innerJoin(DeliveryEntity, 'd', 'd.webhookId = w.id')
+      .where('d.id = :deliveryId', { deliveryId })
+      .getOne();
+    return webhook?.url;
   }
 }

@@ -79,7 +79,7 @@ export class DeliveryQueue implements OnApplicationShutdown {
 
   constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
     // Without a listener BullMQ prints every Redis reconnect failure to stderr, outside the JSON log.
-    queue.on('error', (error) => this.logger.warn(`Queue connection error: ${error.message}`));
+    queue.on('error', (error) => this.logger.warn(`Redis (REDIS_URL) connection error: ${error.message}`));
   }
 
   /**

@@ -21,6 +21,5 @@ import { SSRF_RESOLVER, WebhookSender } from './webhook-sender.js';
     DeliveryWorker,
     DeliverySweeper,
   ],
-  exports: [DeliverySweeper],
 })
 export class DeliveryWorkerModule {}

@@ -68,7 +68,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       maxStalledCount: 1_000,
       settings: { backoffStrategy: deliveryBackoff },
     });
-    this.worker.on('error', (error) => this.logger.warn(`Worker connection error: ${error.message}`));
+    this.worker.on('error', (error) =>
+      this.logger.warn(`Worker's Redis (REDIS_URL) connection error: ${error.message}`),
+    );
     this.logger.log(`Delivery worker started (concurrency ${this.config.workerConcurrency})`);
   }
 

@@ -2,16 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Gauge, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { OLDEST_PENDING_AGE } from '../core/database/statements.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 
 // A scrape must answer even while Redis or Postgres hangs; the gauge is then left out.
 const COLLECT_TIMEOUT_MS = 2_000;
 const QUEUE_STATES = ['waiting', 'delayed', 'active'] as const;
-
-// Uses deliveries_pending_due_idx; pending deliveries always have a next_attempt_at.
-const OLDEST_PENDING_AGE = `
-  SELECT greatest(0, extract(epoch FROM now() - min(next_attempt_at)))::float AS age
-  FROM deliveries WHERE status = 'pending'`;
 
 function withTimeout<T>(promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,9 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram, Registry } from 'prom-client';
 
-/** What an attempt led to: `retry` is a failed attempt that will be tried again. */
-export type DeliveryOutcome = 'succeeded' | 'failed' | 'retry' | 'cancelled';
-
 /** Delivery counters, recorded by whichever process runs the worker (api in-process, or dist/worker.js). */
 @Injectable()
 export class DeliveryMetrics {

@@ -20,7 +20,16 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
     if (this.config.metricsPort === 0) return;
     this.server = http.createServer((req, res) => void this.answer(req, res));
     this.server.listen(this.config.metricsPort);
-    await once(this.server, 'listening');
+    try {
+      await once(this.server, 'listening');
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
+      throw new Error(
+        `METRICS_PORT ${this.config.metricsPort} is already in use (another worker on this host?): ` +
+          'give each worker its own METRICS_PORT, or METRICS_PORT=0 to turn its metrics server off',
+        { cause: error },
+      );
+    }
     this.logger.log(`Metrics on http://localhost:${this.config.metricsPort}/metrics`);
   }
 

@@ -1,28 +1,33 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { CalculatorEntity } from '../calculators/calculator.entity.js';
+import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 @Entity('submissions')
+@Index('submissions_calculator_idx', ['calculatorId', 'createdAt'])
 export class SubmissionEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
+  @ForeignKey(() => WorkspaceEntity, { name: 'submissions_workspace_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 
+  @ForeignKey(() => CalculatorEntity, { name: 'submissions_calculator_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'calculator_id', type: 'varchar', length: 32 })
   calculatorId: string;
 
-  @Column({ type: 'boolean' })
+  @Column({ type: 'boolean', default: true })
   finished: boolean;
 
   @Column({ type: 'jsonb' })
   data: Record<string, unknown>;
 
-  @Column({ type: 'jsonb' })
+  @Column({ type: 'jsonb', default: {} })
   meta: Record<string, unknown>;
 
-  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   createdAt: Date;
 
-  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   updatedAt: Date;
 }

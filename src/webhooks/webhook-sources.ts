@@ -21,4 +21,3 @@ export const canonicalSource = (value: string): WebhookSource =>
   WEBHOOK_SOURCE_ALIASES[value] ?? (value as WebhookSource);
 
 export const TRIGGER_TYPES = ['newSubmission'] as const;
-export type TriggerType = (typeof TRIGGER_TYPES)[number];

@@ -61,8 +61,11 @@ export class WebhookSecret {
   key: string;
 }
 
+/** What a response shows of a webhook: never the secret. */
+type ListedWebhook = Pick<WebhookEntity, 'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'>;
+
 /** Exactly the seven fields of spec 2.1; the secret never leaves through here. */
-export const serializeWebhook = (w: WebhookEntity): WebhookResponse => ({
+export const serializeWebhook = (w: ListedWebhook): WebhookResponse => ({
   id: w.id,
   name: w.name,
   createdAt: w.createdAt.toISOString(),
@@ -73,7 +76,7 @@ export const serializeWebhook = (w: WebhookEntity): WebhookResponse => ({
 });
 
 export const serializeWebhookListItem = (
-  w: WebhookEntity,
+  w: ListedWebhook,
   calculators: { id: string; name: string }[],
   triggers: string[],
 ): WebhookListItem => ({

@@ -8,9 +8,9 @@ export class WorkspaceEntity {
   @Column({ type: 'varchar', length: 255 })
   name: string;
 
-  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   createdAt: Date;
 
-  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   updatedAt: Date;
 }

@@ -5,6 +5,14 @@ const bool = ({ value }: { value: unknown }) => (value === 'true' ? true : value
 const int = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
 
+/** One rule, one message: `PORT=abc` is told the range, not three contradictory checks. */
+function IntRange(min: number, max: number): PropertyDecorator {
+  const message = `must be an integer from ${min} to ${max}`;
+  return (target, key) => {
+    for (const rule of [IsInt({ message }), Min(min, { message }), Max(max, { message })]) rule(target, key);
+  };
+}
+
 /** Environment variables, with the defaults that make a local run work with no `.env`. */
 export class EnvironmentVariables {
   @IsIn(['development', 'test', 'production'])
@@ -23,9 +31,7 @@ export class EnvironmentVariables {
   QUEUE_PREFIX = 'cw';
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(65535)
+  @IntRange(0, 65535)
   PORT = 3000;
 
   @Transform(bool)
@@ -37,33 +43,31 @@ export class EnvironmentVariables {
   WORKER_ENABLED = true;
 
   @Transform(int)
-  @IsInt()
-  @Min(1)
-  @Max(10000)
+  @IntRange(1, 10000)
   WORKER_CONCURRENCY = 500;
 
   @Transform(int)
-  @IsInt()
-  @Min(2)
-  @Max(1000)
+  @IntRange(2, 1000)
   DATABASE_POOL_SIZE = 10;
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(1000)
+  @IntRange(0, 3600000)
+  DATABASE_STATEMENT_TIMEOUT_MS = 5000;
+
+  @Transform(int)
+  @IntRange(0, 3600000)
+  DATABASE_LOCK_TIMEOUT_MS = 2000;
+
+  @Transform(int)
+  @IntRange(0, 1000)
   DELIVERY_BREAKER_THRESHOLD = 5;
 
   @Transform(int)
-  @IsInt()
-  @Min(100)
-  @Max(3600000)
+  @IntRange(100, 3600000)
   DELIVERY_BREAKER_COOLDOWN_MS = 30000;
 
   @Transform(int)
-  @IsInt()
-  @Min(100)
-  @Max(120000)
+  @IntRange(100, 120000)
   DELIVERY_TIMEOUT_MS = 15000;
 
   @Matches(/^\s*\d+(ms|s|m|h)?\s*(,\s*\d+(ms|s|m|h)?\s*)*$/, {
@@ -72,30 +76,22 @@ export class EnvironmentVariables {
   DELIVERY_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
 
   @Transform(int)
-  @IsInt()
-  @Min(50)
-  @Max(3600000)
+  @IntRange(50, 3600000)
   SWEEP_INTERVAL_MS = 30000;
 
   @Transform(int)
-  @IsInt()
-  @Min(1000)
-  @Max(600000)
+  @IntRange(1000, 600000)
   DELIVERY_LOCK_MS = 30000;
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(10000)
+  @IntRange(0, 10000)
   DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION = 20;
 
   @IsString()
   WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
 
   @Transform(int)
-  @IsInt()
-  @Min(1)
-  @Max(100000)
+  @IntRange(1, 100000)
   MAX_WEBHOOKS_PER_WORKSPACE = 100;
 
   @IsString()
@@ -105,9 +101,7 @@ export class EnvironmentVariables {
   LOG_LEVEL = 'info';
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(65535)
+  @IntRange(0, 65535)
   METRICS_PORT = 9464;
 
   @Matches(/^[^:]*$/, { message: 'must not contain a colon' })
@@ -117,15 +111,11 @@ export class EnvironmentVariables {
   ADMIN_PASSWORD = '';
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(1000000)
+  @IntRange(0, 1000000)
   RATE_LIMIT_PER_MINUTE = 600;
 
   @Transform(int)
-  @IsInt()
-  @Min(0)
-  @Max(100000)
+  @IntRange(0, 100000)
   RATE_LIMIT_PER_SECOND = 0;
 
   @Transform(int)
@@ -146,6 +136,8 @@ export interface AppConfig {
   workerConcurrency: number;
   /** Connections in this process's Postgres pool; no longer grows with the worker's concurrency. */
   databasePoolSize: number;
+  /** Postgres cancels a statement running longer, or waiting for a lock longer (0 = no limit): the request answers 503. */
+  databaseTimeouts: { statementMs: number; lockMs: number };
   /** Consecutive timeouts after which a destination is paused (0 = no circuit breaker), and for how long. */
   breaker: { threshold: number; cooldownMs: number };
   deliveryTimeoutMs: number;
@@ -200,7 +192,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     known.filter((k) => source[k] !== undefined && source[k] !== '').map((k) => [k, source[k]]),
   );
   const env = plainToInstance(EnvironmentVariables, present);
-  const errors = validateSync(env, { skipMissingProperties: false });
+  const errors = validateSync(env, { skipMissingProperties: false, stopAtFirstError: true });
   if (errors.length > 0) {
     const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`);
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
@@ -216,6 +208,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     workerEnabled: env.WORKER_ENABLED,
     workerConcurrency: env.WORKER_CONCURRENCY,
     databasePoolSize: env.DATABASE_POOL_SIZE,
+    databaseTimeouts: { statementMs: env.DATABASE_STATEMENT_TIMEOUT_MS, lockMs: env.DATABASE_LOCK_TIMEOUT_MS },
     breaker: { threshold: env.DELIVERY_BREAKER_THRESHOLD, cooldownMs: env.DELIVERY_BREAKER_COOLDOWN_MS },
     deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),

@@ -30,7 +30,16 @@ export const MIGRATIONS = [
   AttemptLease1764100000000,
 ];
 
-export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceOptions {
+/**
+ * `timeouts`: every connection starts with them (startup parameters, so no extra round trip); a blocked
+ * table then fails a request within seconds instead of holding it. Migrations run without them.
+ */
+export function dataSourceOptions(
+  config: AppConfig,
+  poolSize = 10,
+  timeouts?: AppConfig['databaseTimeouts'],
+): DataSourceOptions {
+  const timeoutSettings = timeouts ? { statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs } : {};
   return {
     type: 'postgres',
     url: config.databaseUrl,
@@ -40,6 +49,6 @@ export function dataSourceOptions(config: AppConfig, poolSize = 10): DataSourceO
     synchronize: false,
     logging: false,
     poolSize,
-    extra: { connectionTimeoutMillis: 5000, application_name: 'calc-webhooks' },
+    extra: { connectionTimeoutMillis: 5000, application_name: 'calc-webhooks', ...timeoutSettings },
   };
 }

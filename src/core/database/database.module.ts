@@ -9,7 +9,8 @@ import { dataSourceOptions } from './data-source.js';
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        ...dataSourceOptions(config, config.databasePoolSize),
+        // The app's connections, unlike the migrations', get the statement and lock timeouts.
+        ...dataSourceOptions(config, config.databasePoolSize, config.databaseTimeouts),
         // The app never blocks start-up retrying: a down database is reported and the process exits.
         retryAttempts: 0,
       }),

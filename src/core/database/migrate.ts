@@ -2,9 +2,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config.js';
 import { dataSourceOptions } from './data-source.js';
-
-// Any fixed number: every process that migrates takes the same lock, so two replicas never race.
-const MIGRATION_LOCK_KEY = 727_001;
+import { MIGRATION_LOCK, MIGRATION_UNLOCK } from './statements.js';
 
 /** Creates the configured database when it does not exist yet (a fresh machine has none). */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
@@ -33,11 +31,11 @@ export async function runMigrations(config: AppConfig): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   try {
     await runner.connect();
-    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await runner.query(MIGRATION_LOCK);
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     return applied.map((m) => m.name);
   } finally {
-    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await runner.query(MIGRATION_UNLOCK).catch(() => undefined);
     await runner.release();
     await dataSource.destroy();
   }

@@ -1,10 +1,9 @@
+import type { PoolClient, QueryResultRow } from 'pg';
 import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
-import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
 /**
  * A hot statement, parsed and planned once per connection (a named prepared statement) instead of
- * on every call; `name` must be unique per `text`.
+ * on every call; `name` must be unique per `text`. The statements themselves are in statements.ts.
  */
 export interface PreparedStatement {
   name: string;
@@ -13,12 +12,9 @@ export interface PreparedStatement {
 
 export const prepared = (name: string, text: string): PreparedStatement => ({ name, text });
 
-/** The pg pool under TypeORM, for hot paths that skip TypeORM's per-query runner. */
-export const poolOf = (dataSource: DataSource): Pool => (dataSource.driver as PostgresDriver).master as Pool;
-
-/** Runs a prepared statement on the pool (any of its connections) or on a connection taken from it. */
+/** Runs a prepared statement on a connection already taken from the pool (see withConnection). */
 export async function queryPreparedOn<T extends QueryResultRow>(
-  client: Pool | PoolClient,
+  client: PoolClient,
   statement: PreparedStatement,
   values: unknown[],
 ): Promise<T[]> {
@@ -26,9 +22,37 @@ export async function queryPreparedOn<T extends QueryResultRow>(
   return result.rows;
 }
 
+export interface PooledConnection {
+  client: PoolClient;
+  release: () => void;
+}
+
+/**
+ * A connection of TypeORM's pool, through a QueryRunner (its public `connect()` hands out the pg client):
+ * same pool, so no more than DATABASE_POOL_SIZE connections, and no round trip besides the statement.
+ * The runner also listens for the connection's errors, so a broken one is dropped, never reused.
+ */
+export async function connectionOf(dataSource: DataSource): Promise<PooledConnection> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const client = (await runner.connect()) as PoolClient;
+    return { client, release: () => void runner.release() };
+  } catch (error) {
+    await runner.release();
+    throw error;
+  }
+}
+
 /** Runs a prepared statement on any connection of the data source's pool. */
-export const queryPrepared = <T extends QueryResultRow>(
+export async function queryPrepared<T extends QueryResultRow>(
   dataSource: DataSource,
   statement: PreparedStatement,
   values: unknown[],
-): Promise<T[]> => queryPreparedOn<T>(poolOf(dataSource), statement, values);
+): Promise<T[]> {
+  const { client, release } = await connectionOf(dataSource);
+  try {
+    return await queryPreparedOn<T>(client, statement, values);
+  } finally {
+    release();
+  }
+}

@@ -14,7 +14,7 @@ export interface ErrorDetail {
 }
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: ErrorDetail[]; requestId?: string };
+  error: { code: ErrorCode; message: string; details?: ErrorDetail[] };
 }
 
 /** An error the API reports to the client as it is; everything else becomes a 500. */

@@ -1,7 +1,8 @@
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 // Postgres SQLSTATEs: 53300 too many connections, 57P01 admin shutdown, 57P03 cannot connect now
-// (starting up or shutting down); class 08 is every connection exception.
-const UNAVAILABLE_SQLSTATES = new Set(['53300', '57P01', '57P03']);
+// (starting up or shutting down), 57014 statement_timeout, 55P03 lock_timeout; class 08 is every
+// connection exception.
+const UNAVAILABLE_SQLSTATES = new Set(['53300', '57P01', '57P03', '57014', '55P03']);
 const CONNECTION_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',

@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Attempts no longer hold a transaction while the receiver answers. A claim takes the webhook's lock
- * (namespace 7270, WEBHOOK_LOCK_NAMESPACE in webhook-lock.ts) at session level, shared, and leases the
+ * (namespace 7270, WEBHOOK_LOCK_NAMESPACE in core/database/statements.ts) at session level, shared, and leases the
  * delivery; the worker writes the request and then unlocks; the result is recorded later, in a batch.
  * The lease keeps two workers from attempting one delivery at once; it expires by itself if a worker dies.
  */

@@ -1,0 +1,36 @@
+import pg from 'pg';
+import { setupWebhook, submit, useFastDeliveryApp, waitForEndedDelivery } from '../support/delivery.js';
+import { sleep, waitFor } from '../support/receiver.js';
+
+// The worker's statements run under the same DATABASE_LOCK_TIMEOUT_MS as the api's: a claim that
+// cannot get its webhook's lock in time fails as an infrastructure error, its job is retried, and the
+// delivery is still made, once, with no lock left behind on a pooled connection.
+describe('a delivery whose claim times out waiting for its lock', () => {
+  const env = useFastDeliveryApp();
+
+  it('is retried and delivered once the lock is free', async () => {
+    const t = env.t;
+    const receiver = await env.startReceiver();
+    const { api, calculator, webhook } = await setupWebhook(t, receiver.url);
+    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
+    await holder.connect();
+    try {
+      // The removal lock of that webhook, as DELETE takes it (namespace 7270).
+      await holder.query('SELECT pg_advisory_lock(7270, hashtext($1))', [webhook.id]);
+      await submit(api, calculator.id);
+      await sleep(t.config.databaseTimeouts.lockMs + 500); // the first claim has timed out by now
+      expect(receiver.requests).toHaveLength(0);
+      await holder.query('SELECT pg_advisory_unlock_all()');
+    } finally {
+      await holder.end();
+    }
+    // Not delivered right after the unlock: the claim is no longer waiting, its job is in its retry delay.
+    await sleep(1_000);
+    expect(receiver.requests).toHaveLength(0);
+    await waitFor(() => receiver.requests.length === 1, 15_000, 'the retried delivery');
+    const delivery = await waitForEndedDelivery(api, webhook.id);
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    // No pooled connection kept a shared lock: removal (an exclusive lock) answers at once.
+    await api.delete(`/webhooks/${webhook.id}`).expect(200);
+  }, 40_000);
+});
