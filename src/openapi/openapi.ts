@@ -45,10 +45,15 @@ function addCommonErrors(document: OpenAPIObject): void {
   }
 }
 
-/** Paths relative to the `/<prefix>` server: the router mounts the API modules under it. */
+/**
+ * Paths relative to the `/<prefix>` server: the router mounts the API modules under it (a preview
+ * app, which the OpenAPI writer builds without any connection, has not applied the router's prefix).
+ */
 function relativeToServer(document: OpenAPIObject, prefix: string): void {
+  const base = `/${prefix}`;
+  const relative = (path: string) => (path === base || path.startsWith(`${base}/`) ? path.slice(base.length) : path);
   document.paths = Object.fromEntries(
-    Object.entries(document.paths).map(([path, item]) => [path.slice(prefix.length + 1) || '/', item]),
+    Object.entries(document.paths).map(([path, item]) => [relative(path) || '/', item]),
   );
 }
 

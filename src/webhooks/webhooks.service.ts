@@ -157,7 +157,7 @@ export class WebhooksService {
         .update(DeliveryEntity)
         .set({ status: 'cancelled', nextAttemptAt: null, completedAt: now, updatedAt: now })
         .where({ webhookId: id, status: 'pending' })
-        .returning(['id', 'max_attempts'])
+        .returning('id, max_attempts')
         .execute();
       const rows = cancelled.raw as { id: string; max_attempts: number }[];
       return { webhook, cancelled: rows.map((d) => ({ deliveryId: d.id, maxAttempts: d.max_attempts })) };
