@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool, request } from 'undici';
 import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
-import { measure } from './lib/http-bench.mjs';
+import { apiRequest, measure } from './lib/http-bench.mjs';
 import {
   CpuProbe,
   freePort,
@@ -121,16 +121,7 @@ function benchEnv(extra) {
 
 const profileFlags = (role) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${role}`] : []);
 
-async function api(method, path, body) {
-  const response = await request(`${apiUrl}${path}`, {
-    method,
-    headers: { 'x-ac-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await response.body.text();
-  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const api = (method, path, body) => apiRequest(apiUrl, apiKey, method, path, body);
 
 /** Postgres backend processes serving the bench database (not this script's own connection). */
 const postgresBackends = async () =>

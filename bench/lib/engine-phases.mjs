@@ -8,7 +8,8 @@ import { Queue } from 'bullmq';
 import { performance } from 'node:perf_hooks';
 import { URL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool, request } from 'undici';
+import { Pool } from 'undici';
+import { apiRequest } from './http-bench.mjs';
 import { PgActivitySampler, processTree } from './pg-activity.mjs';
 import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
@@ -96,16 +97,7 @@ export function enginePhases(ctx) {
     return handle;
   }
 
-  async function apiCall(apiKey, method, path, body) {
-    const response = await request(`${apiUrl}${path}`, {
-      method,
-      headers: { 'x-ac-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await response.body.text();
-    if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
-    return text ? JSON.parse(text) : null;
-  }
+  const apiCall = (apiKey, method, path, body) => apiRequest(apiUrl, apiKey, method, path, body);
 
   /** A workspace of its own with one calculator, and one webhook per url bound to that calculator. */
   async function workspaceWithWebhooks(name, urls) {

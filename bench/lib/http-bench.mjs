@@ -1,5 +1,6 @@
 // autocannon runs: a discarded warm-up, then the measured run, summarised to the figures the report uses.
 import autocannon from 'autocannon';
+import { request } from 'undici';
 
 const round = (n, digits = 1) => (n === null || n === undefined ? null : Number(n.toFixed(digits)));
 
@@ -42,4 +43,16 @@ export async function measure(options, { connections, warmupSec, durationSec }, 
     Object.entries(used).map(([name, ms]) => [name, summary.requests > 0 ? round(ms / summary.requests, 3) : null]),
   );
   return { ...summary, cpuMsPerRequest: perRequest };
+}
+
+/** One call of the API with a workspace's key; the parsed JSON answer, or throws on a non-2xx. */
+export async function apiRequest(baseUrl, apiKey, method, path, body) {
+  const response = await request(`${baseUrl}${path}`, {
+    method,
+    headers: { 'x-ac-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.body.text();
+  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
+  return text ? JSON.parse(text) : null;
 }
