@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool, request } from 'undici';
 import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
-import { apiRequest, measure } from './lib/http-bench.mjs';
+import { apiRequest, measure, postSubmissions } from './lib/http-bench.mjs';
 import {
   CpuProbe,
   freePort,
@@ -309,23 +309,12 @@ const countPending = async () =>
 
 /** Creates `count` submissions to the hot calculators through the API, CREATE_CONCURRENCY at a time. */
 async function createSubmissions(dataset, count) {
-  const pool = new Pool(apiUrl, { connections: CREATE_CONCURRENCY });
-  let next = 0;
-  const one = async () => {
-    while (next < count) {
-      const i = next++;
-      const response = await pool.request({
-        method: 'POST',
-        path: `/api/v1/calculators/${dataset.hot[i % dataset.hot.length]}/submissions`,
-        headers: { 'x-ac-api-key': apiKey, 'content-type': 'application/json' },
-        body: JSON.stringify(SUBMISSION_BODY),
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`submission ${i}: ${response.statusCode} ${text}`);
-    }
-  };
-  await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, one));
-  await pool.close();
+  await postSubmissions(apiUrl, apiKey, {
+    count,
+    concurrency: CREATE_CONCURRENCY,
+    calculatorOf: (i) => dataset.hot[i % dataset.hot.length],
+    body: SUBMISSION_BODY,
+  });
 }
 
 /** WORKER_CONCURRENCY of each worker: BENCH_WORKER_CONCURRENCY, or the service's default. */

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { URL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { apiRequest } from './http-bench.mjs';
+import { apiRequest, postSubmissions } from './http-bench.mjs';
 import { PgActivitySampler, processTree } from './pg-activity.mjs';
 import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
@@ -116,28 +116,13 @@ export function enginePhases(ctx) {
   }
 
   /** `count` submissions to the workspace's calculator, `concurrency` at a time; fails on any non-200. */
-  async function submit(ws, count, concurrency = 16) {
-    const pool = new Pool(apiUrl, { connections: concurrency });
-    let next = 0;
-    const one = async () => {
-      while (next < count) {
-        const i = next++;
-        const response = await pool.request({
-          method: 'POST',
-          path: `/api/v1/calculators/${ws.calculator}/submissions`,
-          headers: { 'x-ac-api-key': ws.apiKey, 'content-type': 'application/json' },
-          body: JSON.stringify(SUBMISSION_BODY),
-        });
-        const text = await response.body.text();
-        if (response.statusCode !== 200) throw new Error(`submission ${i}: ${response.statusCode} ${text}`);
-      }
-    };
-    try {
-      await Promise.all(Array.from({ length: concurrency }, one));
-    } finally {
-      await pool.close();
-    }
-  }
+  const submit = (ws, count, concurrency = 16) =>
+    postSubmissions(apiUrl, ws.apiKey, {
+      count,
+      concurrency,
+      calculatorOf: () => ws.calculator,
+      body: SUBMISSION_BODY,
+    });
 
   const deliveriesOf = async (webhooks, status) =>
     Number(

@@ -1,6 +1,6 @@
 // autocannon runs: a discarded warm-up, then the measured run, summarised to the figures the report uses.
 import autocannon from 'autocannon';
-import { request } from 'undici';
+import { Pool, request } from 'undici';
 
 const round = (n, digits = 1) => (n === null || n === undefined ? null : Number(n.toFixed(digits)));
 
@@ -55,4 +55,31 @@ export async function apiRequest(baseUrl, apiKey, method, path, body) {
   const text = await response.body.text();
   if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
   return text ? JSON.parse(text) : null;
+}
+
+/**
+ * POSTs `count` submissions (`body` each), `concurrency` at a time over one keep-alive pool, the i-th
+ * to `calculatorOf(i)`; throws on the first answer that is not 200.
+ */
+export async function postSubmissions(baseUrl, apiKey, { count, concurrency, calculatorOf, body }) {
+  const pool = new Pool(baseUrl, { connections: concurrency });
+  let next = 0;
+  const one = async () => {
+    while (next < count) {
+      const i = next++;
+      const response = await pool.request({
+        method: 'POST',
+        path: `/api/v1/calculators/${calculatorOf(i)}/submissions`,
+        headers: { 'x-ac-api-key': apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`submission ${i}: ${response.statusCode} ${text}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: concurrency }, one));
+  } finally {
+    await pool.close();
+  }
 }
