@@ -1,12 +1,13 @@
 # syntax=docker/dockerfile:1
 # The Node version is pinned to the `node` devDependency of package.json (scripts/verify-image-steps.sh checks they agree).
-# Build: full dependencies, compile TypeScript to dist/.
+# Build: full dependencies, compile TypeScript to dist/ and the console to dist/public/console.
 FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # Runtime: production dependencies and dist/ only. The same image runs the api (default),
@@ -15,7 +16,9 @@ FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
 # A fixed heap budget: V8 otherwise sizes the heap from the host's memory and lets RSS grow to
 # hundreds of MB before collecting. Raise it for large payloads or a high WORKER_CONCURRENCY.
-ENV NODE_OPTIONS=--max-old-space-size=128
+# The young generation is set explicitly: from a 128 MB old space V8 derives semi-spaces of about
+# 1 MB, and scavenges then cost the api ~10x the CPU per request (measured: BENCHMARKS.md, "Heap flags").
+ENV NODE_OPTIONS="--max-old-space-size=128 --max-semi-space-size=16"
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

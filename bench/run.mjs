@@ -69,6 +69,8 @@ const PHASE_KEYS = [
   'webhook-get',
   'webhook-create',
   'submissions',
+  'submissions-one',
+  'heap-flags',
   'delivery-1',
   'latency',
   'delivery-2',
@@ -101,6 +103,7 @@ let db; // pg client on the bench database
 let apiProcess;
 let redisPid = null; // redis-server's pid, for its CPU time (when it runs on this machine)
 let apiUrl;
+let apiMetricsUrl;
 let apiKey;
 
 function benchEnv(extra) {
@@ -133,14 +136,16 @@ const postgresBackends = async () =>
 
 async function startApi() {
   const port = await freePort();
+  const metricsPort = await freePort(); // the api serves /metrics on METRICS_PORT, never on PORT
   const handle = spawnNode(
     'api',
     'dist/main.js',
-    benchEnv({ PORT: String(port), WORKER_ENABLED: 'false' }),
+    benchEnv({ PORT: String(port), METRICS_PORT: String(metricsPort), WORKER_ENABLED: 'false' }),
     profileFlags('api'),
   );
   sampler.track('api', handle);
   apiUrl = `http://127.0.0.1:${port}`;
+  apiMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   await waitForHttp(handle, `${apiUrl}/healthz`);
   apiProcess = handle;
 }
@@ -224,7 +229,6 @@ async function measureBullmqCeiling() {
 function httpCases(dataset) {
   const headers = { 'x-ac-api-key': apiKey };
   const jsonHeaders = { ...headers, 'content-type': 'application/json' };
-  let submission = 0;
   return [
     { key: 'me', label: 'GET /me', options: { url: `${apiUrl}/api/v1/me`, headers } },
     { key: 'webhooks-list', label: 'GET /webhooks', options: { url: `${apiUrl}/api/v1/webhooks`, headers } },
@@ -268,25 +272,95 @@ function httpCases(dataset) {
         ],
       },
     },
-    {
-      key: 'submissions',
-      label: `POST submissions (${FANOUT} deliveries each)`,
-      options: {
-        url: apiUrl,
-        requests: [
-          {
-            method: 'POST',
-            headers: jsonHeaders,
-            body: JSON.stringify(SUBMISSION_BODY),
-            setupRequest: (req) => ({
-              ...req,
-              path: `/api/v1/calculators/${dataset.hot[submission++ % dataset.hot.length]}/submissions`,
-            }),
-          },
-        ],
-      },
-    },
+    submissionsCase('submissions', `POST submissions (${FANOUT} deliveries each)`, dataset.hot),
+    // The same load on one calculator: shows whether submissions queue on that calculator's counter.
+    submissionsCase(
+      'submissions-one',
+      `POST submissions, all to one calculator (${FANOUT} deliveries each)`,
+      dataset.hot.slice(0, 1),
+    ),
   ];
+}
+
+/** POST submissions round-robin over `calculators` (each bound to FANOUT webhooks). */
+function submissionsCase(key, label, calculators) {
+  let submission = 0;
+  return {
+    key,
+    label,
+    options: {
+      url: apiUrl,
+      requests: [
+        {
+          method: 'POST',
+          headers: { 'x-ac-api-key': apiKey, 'content-type': 'application/json' },
+          body: JSON.stringify(SUBMISSION_BODY),
+          setupRequest: (req) => ({
+            ...req,
+            path: `/api/v1/calculators/${calculators[submission++ % calculators.length]}/submissions`,
+          }),
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * Waits until no backend of the bench database is active and at least `minMs` have passed, so one
+ * phase's tail (requests autocannon abandoned, autovacuum of its rows aside) does not bleed into the next.
+ */
+async function settle(minMs = 1000, maxMs = 15_000) {
+  const started = performance.now();
+  for (;;) {
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS active FROM pg_stat_activity
+       WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      [dbName],
+    );
+    const waited = performance.now() - started;
+    if ((rows[0].active === 0 && waited >= minMs) || waited >= maxMs) return;
+    await sleep(100);
+  }
+}
+
+/**
+ * The same api under three heap settings, one at a time beside the main api (which sits idle): none (V8
+ * sizes the heap from the host), the old space capped alone, and the image's NODE_OPTIONS. Shows what a
+ * heap cap costs per request when V8 derives the young generation from it (Node 24: a few MB).
+ */
+const HEAP_SETTINGS = [
+  { label: 'none', nodeOptions: '' },
+  { label: 'old space capped only', nodeOptions: '--max-old-space-size=128' },
+  { label: "the image's", nodeOptions: IMAGE_NODE_OPTIONS },
+];
+
+async function heapFlags(dataset) {
+  const headers = { 'x-ac-api-key': apiKey };
+  const rows = [];
+  for (const [i, setting] of HEAP_SETTINGS.entries()) {
+    const port = await freePort();
+    const env = benchEnv({ PORT: String(port), WORKER_ENABLED: 'false', NODE_OPTIONS: setting.nodeOptions });
+    const handle = spawnNode(`api-heap-${i}`, 'dist/main.js', env);
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHttp(handle, `${url}/healthz`);
+    const row = { ...setting };
+    for (const [key, path] of [
+      ['me', '/api/v1/me'],
+      ['webhook-get', `/api/v1/webhooks/${dataset.webhooks[0]}`],
+    ]) {
+      const cpu = new CpuProbe(async () => ({ api: [handle.pid] }));
+      const { requestsPerSec, cpuMsPerRequest, latencyMs } = await measure(
+        { url: `${url}${path}`, headers },
+        settings,
+        cpu,
+      );
+      row[key] = { requestsPerSec, apiCpuMsPerRequest: cpuMsPerRequest.api, p99Ms: latencyMs.p99 };
+    }
+    row.peakRssMb = await stopProcess(handle);
+    log(`heap flags "${setting.nodeOptions}": GET /me ${row.me.apiCpuMsPerRequest} api ms/req`);
+    rows.push(row);
+  }
+  return rows;
 }
 
 /** Cancels the deliveries the HTTP runs left pending and empties the queue, so delivery phases start clean. */
@@ -559,7 +633,7 @@ async function main() {
   Object.assign(results.machine, { postgres, redis: redisVersion });
   const dataset = await prepareDataset();
   log(`data set ready: ${dataset.calculators.length} calculators, ${dataset.webhooks.length} webhooks`);
-  results.memory.breakdown.setup = { api: await memoryBreakdown(`${apiUrl}/metrics`) };
+  results.memory.breakdown.setup = { api: await memoryBreakdown(apiMetricsUrl) };
 
   sampler.phase = 'ceilings';
   if (runs('ceiling-nest')) {
@@ -576,6 +650,7 @@ async function main() {
   for (const c of httpCases(dataset)) {
     if (!runs(c.key)) continue;
     sampler.phase = c.key;
+    await settle();
     log(c.label);
     results.machine.busyBefore[c.key] = await machineBusy();
     const opts = { ...settings };
@@ -591,8 +666,14 @@ async function main() {
     }));
     results.http[c.key] = { label: c.label, ...(await measure(c.options, opts, cpu)) };
     if (c.restore) results.http[c.key].strayWebhooksRemoved = await restoreWebhooks(dataset);
-    results.memory.breakdown[c.key] = { api: await memoryBreakdown(`${apiUrl}/metrics`) };
-    await sleep(500);
+    results.memory.breakdown[c.key] = { api: await memoryBreakdown(apiMetricsUrl) };
+  }
+
+  if (runs('heap-flags')) {
+    sampler.phase = 'heap-flags';
+    log('heap flags: the api under three NODE_OPTIONS settings');
+    results.machine.busyBefore['heap-flags'] = await machineBusy();
+    results.heapFlags = await heapFlags(dataset);
   }
 
   if (runs('delivery-1') || runs('latency') || runs('delivery-2')) {
@@ -621,7 +702,7 @@ async function main() {
         log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
         results.delivery.latency = await submissionLatency(dataset);
         results.memory.breakdown.latency = {
-          api: await memoryBreakdown(`${apiUrl}/metrics`),
+          api: await memoryBreakdown(apiMetricsUrl),
           workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),
         };
       }

@@ -1,4 +1,5 @@
-// Builds dist/ when it is missing or older than src/, so `npm start` works on a fresh clone.
+// Builds dist/ (the api and the console) when it is missing or older than its sources, so `npm start` works on a
+// fresh clone.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,8 +18,20 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
   process.exit(1);
 }
 if (!existsSync('src')) process.exit(0); // a production image ships dist/ only
-const built = existsSync('dist/main.js') ? newest('dist') : 0;
-if (built < Math.max(newest('src'), statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs)) {
-  process.stderr.write('Building (dist/ is missing or older than src/)...\n');
+// A checkout from before the console (e.g. FAULTS_APP_DIR's) has no console/ and builds the api alone.
+const withConsole = existsSync('console');
+const complete = existsSync('dist/main.js') && (!withConsole || existsSync('dist/public/console/index.html'));
+const built = complete ? newest('dist') : 0;
+const sources = ['src', 'console', 'tsconfig.json', 'tsconfig.build.json'].filter((path) => existsSync(path));
+if (
+  built < Math.max(...sources.map((path) => (statSync(path).isDirectory() ? newest(path) : statSync(path).mtimeMs)))
+) {
+  process.stderr.write('Building (dist/ is missing or older than src/ or console/)...\n');
+  // What `npm run build` runs: nest build empties dist/, then vite adds the console to it.
   execFileSync(process.execPath, ['node_modules/@nestjs/cli/bin/nest.js', 'build'], { stdio: 'inherit' });
+  if (withConsole) {
+    execFileSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '-c', 'console/vite.config.ts'], {
+      stdio: 'inherit',
+    });
+  }
 }

@@ -89,6 +89,7 @@ current="build stage: npm run build"
 say "$current"
 (cd "$build" && npm run build) || fail "build failed"
 [ -f "$build/dist/main.js" ] || fail "dist/main.js was not built"
+[ -f "$build/dist/public/console/index.html" ] || fail "the console (dist/public/console) was not built"
 
 current="runtime stage: npm ci --omit=dev"
 say "$current"
@@ -106,14 +107,14 @@ done
 port=$(free_port)
 export NODE_ENV=production
 # The image's heap budget, read from the Dockerfile so the check runs what the image runs.
-NODE_OPTIONS=$(sed -n 's/^ENV NODE_OPTIONS=//p' "$repo/Dockerfile")
+NODE_OPTIONS=$(sed -n 's/^ENV NODE_OPTIONS="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/Dockerfile")
 [ -n "$NODE_OPTIONS" ] || fail "the Dockerfile sets no NODE_OPTIONS"
 export NODE_OPTIONS
 export DATABASE_URL=$pg_base/$db
 export REDIS_URL=$redis_url
 export QUEUE_PREFIX=imgcheck-$suffix
 export LOG_LEVEL=info
-export METRICS_PORT=0 # the worker's /metrics port could be taken on a shared machine
+export METRICS_PORT=0 # each process's /metrics port could be taken on a shared machine
 cd "$runtime"
 
 current="start the api (node dist/main.js, worker off)"
@@ -162,6 +163,11 @@ key=$(printf '%s' "$cli_out" | node -e '
 current="authenticated GET /api/v1/me"
 say "$current"
 status=$(http_status "$base/api/v1/me" "$key")
+[ "$status" = 200 ] || fail "expected 200, got $status"
+
+current="the console is served (GET /console/)"
+say "$current"
+status=$(http_status "$base/console/")
 [ "$status" = 200 ] || fail "expected 200, got $status"
 
 current="the worker keeps running"

@@ -8,9 +8,7 @@ import { ConfigModule } from './core/config/config.module.js';
 import { DatabaseModule } from './core/database/database.module.js';
 import { API_PREFIX } from './core/http/configure-app.js';
 import { HttpPipelineModule } from './core/http/http.module.js';
-import { AppLogger } from './core/logging/app-logger.js';
 import { LoggingModule } from './core/logging/logging.module.js';
-import { requestLogger } from './core/logging/request-logger.js';
 import { RateLimitModule } from './core/security/rate-limit.module.js';
 import { IpThrottlerGuard, KeyThrottlerGuard } from './core/security/rate-limit.guards.js';
 import { RedisModule } from './core/redis/redis.module.js';
@@ -18,6 +16,7 @@ import { apiSecurityHeaders } from './core/security/security-headers.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
 import { DeliveryModule } from './delivery/delivery.module.js';
 import { HealthModule } from './health/health.module.js';
+import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { HttpMetrics } from './metrics/http.metrics.js';
 import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -32,10 +31,7 @@ export const coreImports = (config: AppConfig) => [ConfigModule.forRoot(config),
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
 @Module({})
 export class AppModule implements NestModule {
-  constructor(
-    private readonly logger: AppLogger,
-    private readonly metrics: HttpMetrics,
-  ) {}
+  constructor(private readonly metrics: HttpMetrics) {}
 
   static forRoot(config: AppConfig): DynamicModule {
     return {
@@ -45,6 +41,7 @@ export class AppModule implements NestModule {
         LoggingModule,
         RedisModule,
         HttpPipelineModule,
+        IdempotencyModule, // after HttpPipelineModule: its interceptor needs the body that one reads
         MetricsModule,
         RateLimitModule,
         AuthModule,
@@ -53,7 +50,7 @@ export class AppModule implements NestModule {
         WebhooksModule,
         SubmissionsModule,
         DeliveryModule,
-        // The API under /api/v1; probes and metrics (health, metrics modules) stay at the root.
+        // The API under /api/v1; the probes (health module) stay at the root.
         RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),
         HealthModule,
         MetricsApiModule,
@@ -69,7 +66,7 @@ export class AppModule implements NestModule {
   }
 
   configure(consumer: MiddlewareConsumer): void {
-    // Every path, unknown ones included: the request log first, so every later step has the request id.
-    consumer.apply(requestLogger(this.logger.pino), this.metrics.middleware, apiSecurityHeaders()).forRoutes('*');
+    // Every path, unknown ones included (the request log, LoggingModule's, comes before these).
+    consumer.apply(this.metrics.middleware, apiSecurityHeaders()).forRoutes('*');
   }
 }

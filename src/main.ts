@@ -29,6 +29,7 @@ async function bootstrap(config: AppConfig): Promise<void> {
   exitOnSignals(app, config, logger);
   await app.listen(config.port);
   logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
+  logger.log(`API reference: http://localhost:${config.port}/api/v1/docs`);
 }
 
 const config = loadConfigOrExit();

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoLogger } from 'nestjs-pino';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
-import { AppLogger } from './core/logging/app-logger.js';
 import type { AppConfig } from './core/config/config.js';
 import { exitOnSignals } from './core/shutdown.js';
 import { describeStartupFailure } from './core/startup-failure.js';
@@ -16,7 +16,7 @@ async function bootstrap(config: AppConfig): Promise<void> {
     // A failure reaches the catch below, which names the variable to check.
     abortOnError: false,
   });
-  app.useLogger(app.get(AppLogger));
+  app.useLogger(app.get(PinoLogger));
   exitOnSignals(app, config, logger);
   logger.log(`Worker running (concurrency ${config.workerConcurrency}, queue prefix ${config.queuePrefix})`);
 }

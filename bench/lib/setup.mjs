@@ -19,7 +19,8 @@ export const envInt = (name, fallback) => {
 };
 
 /** The image's NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS=`): the service is measured as it is deployed. */
-export const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
+export const IMAGE_NODE_OPTIONS =
+  /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
 
 /** A log function writing `[tag hh:mm:ss] message` lines to stderr. */
 export const logger = (tag) => (message) =>

@@ -85,8 +85,14 @@ export class CalculatorResponse {
   newElementCount: object;
 }
 
+/** A calculator with its submission counters (the sum and latest of its shards: CALCULATORS_LIST). */
+export type CountedCalculator = Omit<CalculatorEntity, 'legacySubmissionsCount' | 'legacyLastSubmissionAt'> & {
+  submissionsCount: number;
+  lastSubmissionAt: Date | null;
+};
+
 /** The 21 fields of spec 2.4, in its order. */
-export const serializeCalculator = (c: CalculatorEntity): CalculatorResponse => ({
+export const serializeCalculator = (c: CountedCalculator): CalculatorResponse => ({
   id: c.id,
   createdAt: c.createdAt.toISOString(),
   updatedAt: c.updatedAt.toISOString(),

@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { In, IsNull, Repository } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, In, IsNull, Repository } from 'typeorm';
+import { queryPrepared } from '../core/database/prepared.js';
+import { CALCULATORS_LIST } from '../core/database/statements.js';
 import { newId } from '../core/ids.js';
 import { CalculatorEntity } from './calculator.entity.js';
+import type { CountedCalculator } from './calculator.serializer.js';
 
 export interface NewCalculator {
   /** A fixed id (the demo seed's); a new one otherwise. */
@@ -16,15 +19,14 @@ export interface NewCalculator {
 
 @Injectable()
 export class CalculatorsService {
-  constructor(@InjectRepository(CalculatorEntity) private readonly calculators: Repository<CalculatorEntity>) {}
+  constructor(
+    @InjectRepository(CalculatorEntity) private readonly calculators: Repository<CalculatorEntity>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
 
-  list(workspaceId: string, limit: number, offset: number): Promise<CalculatorEntity[]> {
-    return this.calculators.find({
-      where: { workspaceId, removedAt: IsNull() },
-      order: { createdAt: 'ASC', id: 'ASC' },
-      take: limit,
-      skip: offset,
-    });
+  /** A page of the workspace's live calculators, oldest first, with their submission counters. */
+  list(workspaceId: string, limit: number, offset: number): Promise<CountedCalculator[]> {
+    return queryPrepared<CountedCalculator>(this.dataSource, CALCULATORS_LIST, [workspaceId, limit, offset]);
   }
 
   /** The ids among `ids` that are live calculators of the workspace. */
@@ -55,8 +57,6 @@ export class CalculatorsService {
       clonesCount: 0,
       impressionsCount: 0,
       lastImpressionAt: null,
-      submissionsCount: 0,
-      lastSubmissionAt: null,
       newElementCount: {},
       createdAt: now,
       updatedAt: now,

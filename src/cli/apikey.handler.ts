@@ -4,6 +4,7 @@ import { ApiKeysService } from '../auth/api-keys.service.js';
 import { WorkspacesService } from '../workspaces/workspaces.service.js';
 import { CliError } from './cli-error.js';
 import type { CommandOutput } from './provisioning-command.js';
+import { table } from './table.js';
 import { findWorkspace } from './workspace.handler.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -17,19 +18,10 @@ const serializeKeySummary = (k: ApiKeyEntity) => ({
 });
 
 function keyTable(keys: ApiKeyEntity[]): string {
-  const rows = [
+  return table([
     ['PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
     ...keys.map((k) => [k.prefix, k.createdAt.toISOString(), iso(k.lastUsedAt) ?? '-', iso(k.revokedAt) ?? '-']),
-  ];
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => cell.padEnd(widths[i]))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  ]);
 }
 
 @Injectable()

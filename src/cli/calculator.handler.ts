@@ -22,7 +22,8 @@ export class CalculatorHandler {
   /** Prints the calculator as GET /api/v1/calculators shows it. */
   async create({ workspace: workspaceId, name, status = 'draft' }: NewCalculatorOptions): Promise<CommandOutput> {
     const workspace = await findWorkspace(this.workspaces, workspaceId);
-    const calculator = serializeCalculator(await this.calculators.create({ workspaceId: workspace.id, name, status }));
+    const created = await this.calculators.create({ workspaceId: workspace.id, name, status });
+    const calculator = serializeCalculator({ ...created, submissionsCount: 0, lastSubmissionAt: null });
     return { json: calculator, text: JSON.stringify(calculator, null, 2) };
   }
 }

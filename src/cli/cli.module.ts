@@ -5,7 +5,8 @@ import { CliIo } from './cli-io.js';
 import { CliProgram } from './cli-program.js';
 import { SeedDemoCommand } from './seed-demo.command.js';
 import { SubmissionCreateCommand } from './submission.command.js';
-import { WorkspaceCreateCommand } from './workspace.command.js';
+import { WebhookListCommand } from './webhook.command.js';
+import { WorkspaceCreateCommand, WorkspaceListCommand } from './workspace.command.js';
 
 /** The provisioning commands, as nest-commander runs them; nothing here connects (see ProvisioningCommand). */
 @Module({
@@ -13,12 +14,14 @@ import { WorkspaceCreateCommand } from './workspace.command.js';
     CliIo,
     CliProgram,
     WorkspaceCreateCommand,
+    WorkspaceListCommand,
     ApiKeyCreateCommand,
     ApiKeyListCommand,
     ApiKeyRevokeCommand,
     CalculatorCreateCommand,
     SubmissionCreateCommand,
     SeedDemoCommand,
+    WebhookListCommand,
   ],
 })
 export class CliModule {}

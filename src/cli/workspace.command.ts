@@ -21,3 +21,15 @@ export class WorkspaceCreateCommand extends ProvisioningCommand<WorkspaceHandler
     return workspaces.create(name);
   }
 }
+
+@Command({
+  name: 'workspace:list',
+  description: 'List the workspaces: id, name, created, counts of calculators and webhooks',
+})
+export class WorkspaceListCommand extends ProvisioningCommand<WorkspaceHandler, object> {
+  protected readonly handler = () => import('./workspace.handler.js').then((m) => m.WorkspaceHandler);
+
+  protected execute(workspaces: WorkspaceHandler): Promise<CommandOutput> {
+    return workspaces.list();
+  }
+}

@@ -13,6 +13,9 @@ export interface AttemptContext {
   webhook_id: string;
   url: string;
   secret: string;
+  /** The secret before the last rotation, while its overlap lasts (DESIGN 7.5); signs too. */
+  previous_secret: string | null;
+  /** A test delivery's sample submission id (DESIGN 7.4) when it has no stored submission. */
   submission_id: string;
   calculator_id: string;
   finished: boolean;
@@ -25,12 +28,17 @@ export interface AttemptContext {
 /**
  * `claimed`: the webhook's lock is held until `written()` is called, right after the request has been
  * handed to the socket; `cancelled`: the webhook was removed (the delivery is now cancelled);
- * `busy`: another attempt holds the lease; `ended`: not pending any more (or gone).
+ * `skipped`: the webhook is disabled (the delivery is now skipped); `busy`: another attempt holds the
+ * lease; `ended`: not pending any more (or gone).
  */
 export type Claim =
-  { outcome: 'claimed'; context: AttemptContext; written: () => void } | { outcome: 'cancelled' | 'busy' | 'ended' };
+  | { outcome: 'claimed'; context: AttemptContext; written: () => void }
+  | { outcome: 'cancelled' | 'skipped' | 'busy' | 'ended' };
 
-type ClaimRow = AttemptContext & { delivery_id: string; outcome: 'claimed' | 'cancelled' | 'busy' | 'ended' };
+type ClaimRow = AttemptContext & {
+  delivery_id: string;
+  outcome: 'claimed' | 'cancelled' | 'skipped' | 'busy' | 'ended';
+};
 
 // A request is handed to its socket within a tick of its claim; this bound only guards against a bug.
 const FENCE_MAX_MS = 5_000;

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Batcher } from '../core/batcher.js';
@@ -7,7 +7,9 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { queryPrepared } from '../core/database/prepared.js';
 import { ATTEMPT_RECORD } from '../core/database/statements.js';
 import { newId } from '../core/ids.js';
-import type { DeliveryStatus } from './delivery.entity.js';
+import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
+import type { DisabledReason } from '../webhooks/webhook.entity.js';
+import { DeliveryEntity, type DeliveryStatus } from './delivery.entity.js';
 
 export interface AttemptRecord {
   deliveryId: string;
@@ -31,15 +33,21 @@ export interface AttemptRecord {
  */
 export type Recorded = DeliveryStatus | null;
 
+type RecordRow =
+  | { kind: 'delivery'; id: string; status: DeliveryStatus; workspace_id: null }
+  | { kind: 'disabled'; id: string; status: Exclude<DisabledReason, 'manual'>; workspace_id: string };
+
 const MAX_BATCH = 500;
 
 @Injectable()
 export class AttemptRecords {
+  private readonly logger = new Logger('AttemptRecords');
   private readonly batcher: Batcher<AttemptRecord, Recorded>;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: DeliveryMetrics,
   ) {
     const concurrent = Math.max(1, Math.floor(config.databasePoolSize / 4));
     this.batcher = new Batcher((records) => this.write(records), concurrent, MAX_BATCH);
@@ -51,7 +59,7 @@ export class AttemptRecords {
 
   private async write(records: AttemptRecord[]): Promise<Recorded[]> {
     const column = <K extends keyof AttemptRecord>(key: K) => records.map((r) => r[key]);
-    const rows = await queryPrepared<{ id: string; status: DeliveryStatus }>(this.dataSource, ATTEMPT_RECORD, [
+    const rows = await queryPrepared<RecordRow>(this.dataSource, ATTEMPT_RECORD, [
       column('deliveryId'),
       records.map(() => newId()),
       column('attemptNumber'),
@@ -65,8 +73,35 @@ export class AttemptRecords {
       column('status'),
       column('nextAttemptAt'),
       column('finishedAt'),
+      this.config.webhookDisable.minFailures,
+      this.config.webhookDisable.afterMs,
     ]);
-    const status = new Map(rows.map((row) => [row.id, row.status]));
+    const status = new Map<string, DeliveryStatus>();
+    for (const row of rows) {
+      if (row.kind === 'delivery') status.set(row.id, row.status);
+      else await this.disabled(row.id, row.workspace_id, row.status);
+    }
     return records.map((r) => status.get(r.deliveryId) ?? null);
+  }
+
+  /**
+   * A webhook this batch disabled (DESIGN 7.1): logged, counted, and its other pending deliveries
+   * skipped now rather than at their next attempt (the claim would skip them then anyway).
+   */
+  private async disabled(
+    webhookId: string,
+    workspaceId: string,
+    reason: Exclude<DisabledReason, 'manual'>,
+  ): Promise<void> {
+    this.logger.warn({ msg: 'webhook disabled automatically', webhookId, workspaceId, reason });
+    this.metrics.recordWebhookDisabled(reason);
+    const now = new Date();
+    await this.dataSource
+      .createQueryBuilder()
+      .update(DeliveryEntity)
+      .set({ status: 'skipped', nextAttemptAt: null, completedAt: now, updatedAt: now })
+      .where({ webhookId, status: 'pending' })
+      .execute()
+      .catch((error: unknown) => this.logger.warn(`Skipping the pending deliveries of ${webhookId} failed: ${error}`));
   }
 }

@@ -9,8 +9,8 @@ import { DELIVERY_STATUSES } from './delivery.entity.js';
 import {
   DeliveryDetailResponse,
   DeliveryResponse,
-  serializeAttempt,
   serializeDelivery,
+  serializeDeliveryDetail,
 } from './delivery.serializer.js';
 
 @ApiTags('deliveries')
@@ -44,18 +44,19 @@ export class DeliveriesController {
     @Param('webhookId') webhookId: string,
     @Param('deliveryId') deliveryId: string,
   ): Promise<{ data: DeliveryDetailResponse }> {
-    const { delivery, attempts, payload } = await this.log.get(workspace.id, webhookId, deliveryId);
-    return { data: { ...serializeDelivery(delivery), payload, attempts: attempts.map(serializeAttempt) } };
+    return { data: serializeDeliveryDetail(await this.log.get(workspace.id, webhookId, deliveryId)) };
   }
 
   @Post(':deliveryId/retry')
   @HttpCode(202)
   @ApiOperation({
     operationId: 'retryDelivery',
-    summary: 'Send an ended delivery once more',
-    description: 'Queues one more attempt now, with the same webhook-id; 400 while the delivery is pending.',
+    summary: 'Send a delivery now',
+    description:
+      'An ended delivery (succeeded, failed or skipped) gets one more attempt now, with the same webhook-id; a ' +
+      'pending one has its next attempt moved to now (no attempt is added). 400 while the webhook is disabled.',
   })
-  @ApiDataResponse(DeliveryResponse, { status: 202, description: 'The delivery, pending again' })
+  @ApiDataResponse(DeliveryResponse, { status: 202, description: 'The delivery, pending, its next attempt now' })
   @ApiErrorResponses(400, 404)
   async retry(
     @CurrentWorkspace() workspace: WorkspaceEntity,

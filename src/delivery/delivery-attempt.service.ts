@@ -49,7 +49,9 @@ export class DeliveryAttemptService {
     if (claim.outcome !== 'claimed') {
       if (connection.ok) connection.abandon();
       if (claim.outcome === 'cancelled') this.metrics.recordCancelled();
-      return claim.outcome === 'ended' ? { status: 'skipped' } : { status: claim.outcome };
+      return claim.outcome === 'ended' || claim.outcome === 'skipped'
+        ? { status: 'skipped' }
+        : { status: claim.outcome };
     }
     const startedAt = new Date();
     let result: SendResult;
@@ -98,7 +100,7 @@ export class DeliveryAttemptService {
       ...(result.error ? { error: result.error } : {}),
     });
     if (recorded === 'cancelled') return { status: 'cancelled' };
-    if (recorded === null) return { status: 'skipped' };
+    if (recorded === null || recorded === 'skipped') return { status: 'skipped' };
     return { ...outcome, send: result };
   }
 
@@ -114,7 +116,8 @@ export class DeliveryAttemptService {
         updatedAt: ctx.updated_at,
       }),
     );
-    const headers = signPayload(ctx.secret, deliveryId, Math.floor(Date.now() / 1000), body);
+    const secrets = ctx.previous_secret ? [ctx.secret, ctx.previous_secret] : [ctx.secret];
+    const headers = signPayload(secrets, deliveryId, Math.floor(Date.now() / 1000), body);
     return { body, headers: { ...headers } };
   }
 

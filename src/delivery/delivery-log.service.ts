@@ -5,9 +5,17 @@ import { ApiError } from '../core/http/api-error.js';
 import { isCuid2 } from '../core/ids.js';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhooksService } from '../webhooks/webhooks.service.js';
+import { encodeCursor } from './delivery-cursor.js';
 import { buildPayload } from './delivery-payload.js';
 import { DeliveryQueue, manualJobId } from './delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity, DELIVERY_STATUSES, type DeliveryStatus } from './delivery.entity.js';
+import type { WorkspaceLogFilter } from './workspace-log-query.js';
+
+export interface DeliveryDetail {
+  delivery: DeliveryEntity;
+  attempts: DeliveryAttemptEntity[];
+  payload: unknown;
+}
 
 export interface DeliveryFilter {
   status?: DeliveryStatus;
@@ -42,59 +50,115 @@ export class DeliveryLogService {
     });
   }
 
-  async get(
-    workspaceId: string,
-    webhookId: string,
-    deliveryId: string,
-  ): Promise<{ delivery: DeliveryEntity; attempts: DeliveryAttemptEntity[]; payload: unknown }> {
+  async get(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryDetail> {
     await this.webhooks.get(workspaceId, webhookId);
-    const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
+    return this.detail(await this.findDelivery(workspaceId, webhookId, deliveryId));
+  }
+
+  /**
+   * The workspace's log (DESIGN 7.2), removed webhooks' deliveries included, newest first. Keyset paging
+   * on (created_at, id), so deliveries arriving between pages never shift them; deliveries_workspace_log_idx.
+   */
+  async listWorkspace(
+    workspaceId: string,
+    filter: WorkspaceLogFilter,
+  ): Promise<{ deliveries: DeliveryEntity[]; nextCursor: string | null }> {
+    const query = this.dataSource
+      .getRepository(DeliveryEntity)
+      .createQueryBuilder('d')
+      .where('d.workspace_id = :workspaceId', { workspaceId });
+    if (filter.status) query.andWhere('d.status = :status', { status: filter.status });
+    if (filter.webhookId) query.andWhere('d.webhook_id = :webhookId', { webhookId: filter.webhookId });
+    if (filter.calculatorId) query.andWhere('d.calculator_id = :calculatorId', { calculatorId: filter.calculatorId });
+    if (filter.since) query.andWhere('d.created_at >= :since', { since: filter.since });
+    if (filter.until) query.andWhere('d.created_at < :until', { until: filter.until });
+    if (filter.after) {
+      const { createdAt, id } = filter.after;
+      query.andWhere('(d.created_at, d.id) < (:afterAt, :afterId)', { afterAt: createdAt, afterId: id });
+    }
+    // One row more than the page tells whether another page follows, without an empty last page.
+    const rows = await query
+      .orderBy('d.created_at', 'DESC')
+      .addOrderBy('d.id', 'DESC')
+      .limit(filter.limit + 1)
+      .getMany();
+    const deliveries = rows.slice(0, filter.limit);
+    const last = deliveries[deliveries.length - 1];
+    return { deliveries, nextCursor: rows.length > filter.limit ? encodeCursor(workspaceId, last) : null };
+  }
+
+  /** One delivery of the workspace, also of a removed webhook. */
+  async getInWorkspace(workspaceId: string, deliveryId: string): Promise<DeliveryDetail> {
+    return this.detail(await this.findDelivery(workspaceId, undefined, deliveryId));
+  }
+
+  private async detail(delivery: DeliveryEntity): Promise<DeliveryDetail> {
     const [attempts, submission] = await Promise.all([
       this.dataSource
         .getRepository(DeliveryAttemptEntity)
-        .find({ where: { deliveryId }, order: { attemptNumber: 'ASC', startedAt: 'ASC' } }),
-      this.dataSource.getRepository(SubmissionEntity).findOneByOrFail({ id: delivery.submissionId }),
+        .find({ where: { deliveryId: delivery.id }, order: { attemptNumber: 'ASC', startedAt: 'ASC' } }),
+      delivery.submissionId === null
+        ? null
+        : this.dataSource.getRepository(SubmissionEntity).findOneByOrFail({ id: delivery.submissionId }),
     ]);
-    return { delivery, attempts, payload: buildPayload(webhookId, submission) };
+    // A test delivery (DESIGN 7.4) carries its sample submission instead of a stored one.
+    const payload = submission
+      ? buildPayload(delivery.webhookId, submission)
+      : { webhookId: delivery.webhookId, event: 'newSubmission' as const, data: delivery.testSubmission };
+    return { delivery, attempts, payload };
   }
 
-  /** Sends an ended delivery once more, now, with the same webhook-id; 400 while it is pending. */
+  /**
+   * An ended delivery is sent once more, now, with the same webhook-id; a pending one has its next
+   * attempt moved to now (no attempt is added). 400 while the webhook is disabled.
+   */
   async retry(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
-    const webhook = await this.webhooks.get(workspaceId, webhookId);
+    const webhook = await this.webhooks.getActive(workspaceId, webhookId);
     const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
-    if (delivery.status === 'pending') {
-      throw ApiError.invalidField('status', 'the delivery is still pending; retry it once it has ended');
-    }
     const now = new Date();
+    const pending = delivery.status === 'pending';
     const updated = await this.dataSource
       .getRepository(DeliveryEntity)
       .createQueryBuilder()
       .update()
-      .set({
-        status: 'pending',
-        maxAttempts: () => 'attempt_count + 1',
-        nextAttemptAt: now,
-        completedAt: null,
-        updatedAt: now,
+      .set(
+        pending
+          ? { nextAttemptAt: now, updatedAt: now }
+          : {
+              status: 'pending',
+              maxAttempts: () => 'attempt_count + 1',
+              nextAttemptAt: now,
+              completedAt: null,
+              updatedAt: now,
+            },
+      )
+      .where(`id = :deliveryId AND status IN (:...from)`, {
+        deliveryId,
+        from: pending ? ['pending'] : ['succeeded', 'failed', 'skipped'],
       })
-      .where("id = :deliveryId AND status IN ('succeeded', 'failed')", { deliveryId })
       .returning('max_attempts')
       .execute();
     const [retried] = updated.raw as { max_attempts: number }[];
     if (!retried) {
-      throw ApiError.invalidField('status', 'the delivery is already being retried');
+      throw ApiError.invalidField('status', 'the delivery changed meanwhile (another retry, or its attempt ended)');
     }
-    const jobId = manualJobId(deliveryId, retried.max_attempts);
-    await this.queue.enqueue([{ deliveryId, url: webhook.url, workspaceId, jobId }], 'manual');
+    const job = { deliveryId, url: webhook.url, workspaceId };
+    if (pending) await this.queue.runNow({ ...job, maxAttempts: retried.max_attempts });
+    else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, retried.max_attempts) }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 
-  private async findDelivery(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
+  /** Without `webhookId`, any delivery of the workspace. */
+  private async findDelivery(
+    workspaceId: string,
+    webhookId: string | undefined,
+    deliveryId: string,
+  ): Promise<DeliveryEntity> {
     // Only a CUID2 can be a delivery id; anything else (a NUL byte would make Postgres fail) is unknown.
     if (!isCuid2(deliveryId)) throw ApiError.notFound(`Delivery ${deliveryId} not found`);
     const delivery = await this.dataSource
       .getRepository(DeliveryEntity)
-      .findOneBy({ id: deliveryId, webhookId, workspaceId });
+      .findOneBy({ id: deliveryId, workspaceId, ...(webhookId ? { webhookId } : {}) });
     if (!delivery) throw ApiError.notFound(`Delivery ${deliveryId} not found`);
     return delivery;
   }

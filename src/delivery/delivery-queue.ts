@@ -1,7 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 
 export const DELIVERY_QUEUE = 'deliveries';
 export const DELIVER_JOB = 'deliver';
@@ -39,20 +38,6 @@ export const destinationOf = (url: string): string => new URL(url).host;
  */
 export const manualJobId = (deliveryId: string, maxAttempts: number): string => `${deliveryId}-manual-${maxAttempts}`;
 
-/**
- * The producer's connection, owned by DeliveryQueue rather than BullMQ: shutdown drops it at once,
- * where BullMQ's close sends QUIT and waits for a Redis that may never answer. No offline queue and
- * one retry: while Redis is away an enqueue fails fast, as Postgres already holds the delivery and
- * the sweeper enqueues it once Redis is back.
- */
-export const producerConnection = (redisUrl: string): Redis =>
-  new Redis(redisUrl, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    // BullMQ's own default for the connections it makes: reconnect after 1 s, backing off to 20 s.
-    retryStrategy: (times) => Math.max(Math.min(Math.exp(times), 20_000), 1_000),
-  });
-
 /** Postgres decides when a delivery is done; the job only carries the id, retried until then. */
 export const DELIVER_JOB_OPTIONS: JobsOptions = {
   attempts: 1_000_000,
@@ -74,12 +59,13 @@ function withTimeout<T>(ms: number, promise: Promise<T>): Promise<T> {
 
 /** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
 @Injectable()
-export class DeliveryQueue implements OnApplicationShutdown {
+export class DeliveryQueue {
   private readonly logger = new Logger('DeliveryQueue');
 
   constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
-    // Without a listener BullMQ prints every Redis reconnect failure to stderr, outside the JSON log.
-    queue.on('error', (error) => this.logger.warn(`Redis (REDIS_URL) connection error: ${error.message}`));
+    // Its connection's errors, which BullMQ repeats here, are logged by RedisClients; without a listener
+    // BullMQ would print each to stderr, outside the JSON log.
+    queue.on('error', () => undefined);
   }
 
   /**
@@ -112,6 +98,28 @@ export class DeliveryQueue implements OnApplicationShutdown {
   }
 
   /**
+   * Makes a pending delivery's job run now (DESIGN 7.2): its delayed job (the scheduled one, or a manual
+   * retry's) is promoted, a missing one added; one already waiting or running is left as it is. A
+   * failure here loses nothing: the sweeper enqueues due deliveries that have no job.
+   */
+  async runNow(delivery: DeliveryToEnqueue & DeliveryJobs): Promise<void> {
+    const { deliveryId, maxAttempts } = delivery;
+    const promoteOrAdd = async () => {
+      for (const jobId of [deliveryId, manualJobId(deliveryId, maxAttempts)]) {
+        const job = await this.queue.getJob(jobId);
+        if (!job) continue;
+        // Throws when the job is no longer delayed (a worker took it meanwhile): nothing to move then.
+        await job.promote().catch(() => undefined);
+        return;
+      }
+      await this.add([delivery]);
+    };
+    await withTimeout(ENQUEUE_TIMEOUT_MS, promoteOrAdd()).catch((error: Error) =>
+      this.logger.warn(`Moving delivery ${deliveryId} to now deferred to the sweeper: ${error.message}`),
+    );
+  }
+
+  /**
    * Drops the jobs of cancelled deliveries, the scheduled one and a manual retry's; one that is
    * running finds its delivery cancelled.
    */
@@ -122,10 +130,5 @@ export class DeliveryQueue implements OnApplicationShutdown {
     ]);
     const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
     await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
-  }
-
-  onApplicationShutdown(): void {
-    const { connection } = this.queue.opts;
-    if (connection instanceof Redis) connection.disconnect();
   }
 }

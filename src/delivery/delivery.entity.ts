@@ -3,7 +3,7 @@ import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhookEntity } from '../webhooks/webhook.entity.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One submission to one webhook: the outbox row, written in the submission's transaction. */
@@ -12,7 +12,11 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 @Index('deliveries_webhook_log_idx', { synchronize: false })
 @Index('deliveries_submission_idx', ['submissionId'])
 @Index('deliveries_pending_due_idx', ['nextAttemptAt'], { where: "status = 'pending'" })
-@Check('deliveries_status_check', `status IN ('pending', 'succeeded', 'failed', 'cancelled')`)
+// GET /deliveries: the workspace's log newest first (created_at DESC, id DESC): see migration 1764200000000.
+@Index('deliveries_workspace_log_idx', { synchronize: false })
+@Index('deliveries_ended_idx', ['completedAt'], { where: 'completed_at IS NOT NULL' })
+@Check('deliveries_status_check', `status IN ('pending', 'succeeded', 'failed', 'cancelled', 'skipped')`)
+@Check('deliveries_submission_or_test_check', 'submission_id IS NOT NULL OR test_submission IS NOT NULL')
 export class DeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
@@ -25,9 +29,18 @@ export class DeliveryEntity {
   @Column({ name: 'webhook_id', type: 'varchar', length: 32 })
   webhookId: string;
 
+  /** Null for a test delivery (DESIGN 7.4), which carries its sample submission in `testSubmission`. */
   @ForeignKey(() => SubmissionEntity, { name: 'deliveries_submission_id_fkey', onDelete: 'CASCADE' })
-  @Column({ name: 'submission_id', type: 'varchar', length: 32 })
-  submissionId: string;
+  @Column({ name: 'submission_id', type: 'varchar', length: 32, nullable: true })
+  submissionId: string | null;
+
+  /** A test delivery's sample submission (`meta.test: true`); nothing is stored in submissions for it. */
+  @Column({ name: 'test_submission', type: 'jsonb', nullable: true })
+  testSubmission: Record<string, unknown> | null;
+
+  /** The submission's calculator, copied so the workspace log filters by it without a join. */
+  @Column({ name: 'calculator_id', type: 'varchar', length: 32, nullable: true })
+  calculatorId: string | null;
 
   @Column({ type: 'varchar', length: 16, default: 'pending' })
   status: DeliveryStatus;

@@ -15,8 +15,12 @@ export class DeliveryResponse {
   @ApiProperty()
   webhookId: string;
 
-  @ApiProperty()
-  submissionId: string;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'The submission delivered; null for a test event (its sample submission is not stored).',
+  })
+  submissionId: string | null;
 
   @ApiProperty({ enum: TRIGGER_TYPES })
   event: string;
@@ -118,7 +122,7 @@ export const serializeDelivery = (d: DeliveryEntity): DeliveryResponse => ({
   completedAt: iso(d.completedAt),
 });
 
-export const serializeAttempt = (a: DeliveryAttemptEntity): DeliveryAttemptResponse => ({
+const serializeAttempt = (a: DeliveryAttemptEntity): DeliveryAttemptResponse => ({
   attemptNumber: a.attemptNumber,
   trigger: a.trigger,
   startedAt: a.startedAt.toISOString(),
@@ -127,4 +131,15 @@ export const serializeAttempt = (a: DeliveryAttemptEntity): DeliveryAttemptRespo
   succeeded: a.succeeded,
   responseBody: a.responseBody,
   error: a.error,
+});
+
+/** GET of one delivery, by webhook or workspace-wide: the delivery, its payload and its attempts. */
+export const serializeDeliveryDetail = (detail: {
+  delivery: DeliveryEntity;
+  attempts: DeliveryAttemptEntity[];
+  payload: unknown;
+}): DeliveryDetailResponse => ({
+  ...serializeDelivery(detail.delivery),
+  payload: detail.payload,
+  attempts: detail.attempts.map(serializeAttempt),
 });

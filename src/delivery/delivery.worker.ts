@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { RedisClients } from '../core/redis/redis.module.js';
 import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
 import { DestinationLimiter, type DestinationSignal } from './destination-limiter.js';
 import { DELIVERY_QUEUE, DeliveryQueue, type DeliverJobData } from './delivery-queue.js';
@@ -54,13 +55,15 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly attempts: DeliveryAttemptService,
     private readonly limiter: DestinationLimiter,
     private readonly queue: DeliveryQueue,
+    private readonly redis: RedisClients,
   ) {
     this.share = new WorkspaceShare(config.workerConcurrency);
   }
 
   onApplicationBootstrap(): void {
     this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.process(job, token), {
-      connection: { url: this.config.redisUrl, maxRetriesPerRequest: null },
+      // Options, not a client: BullMQ makes and owns the connections, the blocking one its own.
+      connection: this.redis.options('worker'),
       prefix: this.config.queuePrefix,
       concurrency: this.config.workerConcurrency,
       lockDuration: this.config.deliveryLockMs,
@@ -68,9 +71,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       maxStalledCount: 1_000,
       settings: { backoffStrategy: deliveryBackoff },
     });
-    this.worker.on('error', (error) =>
-      this.logger.warn(`Worker's Redis (REDIS_URL) connection error: ${error.message}`),
-    );
+    this.redis.logErrors('worker', this.worker);
     this.logger.log(`Delivery worker started (concurrency ${this.config.workerConcurrency})`);
   }
 

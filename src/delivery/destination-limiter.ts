@@ -1,7 +1,8 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Redis } from 'ioredis';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { RedisClients } from '../core/redis/redis.module.js';
 
 // KEYS: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's slots free
 // themselves), breaker (hash), waiters (list of job ids). Returns {1} when admitted, else {0, until}:
@@ -110,21 +111,18 @@ const UNCAPPED = 1_000_000_000;
  * woken by the release that frees their turn.
  */
 @Injectable()
-export class DestinationLimiter implements OnModuleDestroy {
+export class DestinationLimiter {
   private readonly redis: LimiterRedis;
   private readonly slotTtlMs: number;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
-    this.redis = new Redis(config.redisUrl, {
-      maxRetriesPerRequest: 1,
-      lazyConnect: true,
-      enableAutoPipelining: true,
-    }) as LimiterRedis;
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    redis: RedisClients,
+  ) {
+    this.redis = redis.get('destination-limiter') as LimiterRedis;
     this.redis.defineCommand('acquireSlot', { numberOfKeys: 3, lua: ACQUIRE });
     this.redis.defineCommand('releaseSlot', { numberOfKeys: 2, lua: RELEASE });
     this.redis.defineCommand('reportOutcome', { numberOfKeys: 2, lua: REPORT });
-    this.redis.on('error', () => undefined); // reported by the operations that fail
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
   }
 
@@ -185,9 +183,5 @@ export class DestinationLimiter implements OnModuleDestroy {
       .catch(() => null);
     const count = results?.[1]?.[1];
     return typeof count === 'number' && count < this.cap;
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    this.redis.disconnect();
   }
 }

@@ -6,18 +6,23 @@ export interface SignatureHeaders {
   'webhook-signature': string;
 }
 
-/** Standard Webhooks: `v1,` + base64 HMAC-SHA256 over `id.timestamp.body`, keyed by the secret's bytes. */
+/**
+ * Standard Webhooks: `v1,` + base64 HMAC-SHA256 over `id.timestamp.body`, keyed by the secret's bytes;
+ * one space-separated entry per secret (the current one first, then a rotated-out one during its overlap).
+ */
 export function signPayload(
-  secret: string,
+  secrets: string[],
   messageId: string,
   timestampSeconds: number,
   body: string,
 ): SignatureHeaders {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const signature = createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64');
+  const sign = (secret: string) => {
+    const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+    return `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
+  };
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(timestampSeconds),
-    'webhook-signature': `v1,${signature}`,
+    'webhook-signature': secrets.map(sign).join(' '),
   };
 }

@@ -6,6 +6,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 export class DeliveryMetrics {
   private readonly outcomes: Counter<'outcome'>;
   private readonly attemptDuration: Histogram<'outcome'>;
+  private readonly disabled: Counter<'reason'>;
 
   constructor(registry: Registry) {
     this.outcomes = new Counter({
@@ -21,12 +22,22 @@ export class DeliveryMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120],
       registers: [registry],
     });
+    this.disabled = new Counter({
+      name: 'webhooks_disabled_automatically_total',
+      help: 'Webhooks disabled by the attempt record (DESIGN 7.1), by reason: gone (410), failing (long failure streak)',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
   }
 
   recordAttempt(status: 'succeeded' | 'failed' | 'pending', durationMs: number): void {
     const outcome = status === 'pending' ? 'retry' : status;
     this.outcomes.inc({ outcome });
     this.attemptDuration.observe({ outcome }, durationMs / 1000);
+  }
+
+  recordWebhookDisabled(reason: 'gone' | 'failing'): void {
+    this.disabled.inc({ reason });
   }
 
   recordCancelled(): void {

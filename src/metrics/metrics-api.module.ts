@@ -2,13 +2,12 @@ import { Module } from '@nestjs/common';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
 import { BacklogMetrics } from './backlog.metrics.js';
 import { HttpMetrics } from './http.metrics.js';
-import { MetricsController } from './metrics.controller.js';
+import { MetricsServer } from './metrics-server.js';
 
-/** The api's side of metrics: GET /metrics, request durations and the delivery backlog gauges. */
+/** The api's side of metrics: request durations, the delivery backlog gauges, and /metrics on METRICS_PORT (never PORT). */
 @Module({
   imports: [DeliveryQueueModule],
-  controllers: [MetricsController],
-  providers: [HttpMetrics, BacklogMetrics],
+  providers: [HttpMetrics, BacklogMetrics, MetricsServer],
   exports: [HttpMetrics],
 })
 export class MetricsApiModule {}

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 
-/** The worker process has no HTTP API; it serves GET /metrics on METRICS_PORT (0 = off). */
+/** GET /metrics of this process (api or worker) on METRICS_PORT (0 = off), off the public API port. */
 @Injectable()
 export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('MetricsServer');
@@ -25,8 +25,8 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
     } catch (error) {
       if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
       throw new Error(
-        `METRICS_PORT ${this.config.metricsPort} is already in use (another worker on this host?): ` +
-          'give each worker its own METRICS_PORT, or METRICS_PORT=0 to turn its metrics server off',
+        `METRICS_PORT ${this.config.metricsPort} is already in use (another api or worker on this host?): ` +
+          'give each process its own METRICS_PORT, or METRICS_PORT=0 to turn its metrics server off',
         { cause: error },
       );
     }

@@ -3,6 +3,8 @@ import type { ErrorCode } from '../core/http/api-error.js';
 
 interface ErrorResponse {
   code: ErrorCode;
+  /** Further codes answered with this status. */
+  otherCodes?: ErrorCode[];
   schema: string;
   description: string;
   headers?: Record<string, HeaderObject>;
@@ -16,8 +18,11 @@ const retryAfter = (description: string): Record<string, HeaderObject> => ({
 export const ERROR_RESPONSES = {
   400: {
     code: 'bad_request',
+    otherCodes: ['idempotency_key_reused'],
     schema: 'BadRequestError',
-    description: 'Invalid request; `details` names each field and rule that failed, when there are any.',
+    description:
+      'Invalid request; `details` names each field and rule that failed, when there are any. ' +
+      '`idempotency_key_reused`: the Idempotency-Key was used for another request.',
   },
   401: {
     code: 'not_authenticated',
@@ -30,6 +35,12 @@ export const ERROR_RESPONSES = {
     schema: 'MethodNotAllowedError',
     description: 'The path exists but does not take this method.',
     headers: { Allow: { description: 'The methods the path takes.', schema: { type: 'string' } } },
+  },
+  409: {
+    code: 'idempotency_key_in_progress',
+    schema: 'IdempotencyKeyInProgressError',
+    description: 'A request with this Idempotency-Key is still running; retry with the same key.',
+    headers: retryAfter('Seconds to wait before retrying.'),
   },
   413: { code: 'payload_too_large', schema: 'PayloadTooLargeError', description: 'The request body is too large.' },
   429: {
@@ -68,7 +79,9 @@ const errorDetail: SchemaObject = {
 /** One schema per error status, each pinning its `code`. */
 export function errorSchemas(): Record<string, SchemaObject> {
   const schemas: Record<string, SchemaObject> = { ErrorDetail: errorDetail };
-  for (const [status, { code, schema }] of Object.entries(ERROR_RESPONSES)) {
+  for (const [status, response] of Object.entries(ERROR_RESPONSES)) {
+    const { code, schema } = response;
+    const otherCodes = 'otherCodes' in response ? response.otherCodes : [];
     const details: Record<string, SchemaObject> =
       Number(status) === 400 ? { details: { type: 'array', items: { $ref: getSchemaPath('ErrorDetail') } } } : {};
     schemas[schema] = {
@@ -79,7 +92,7 @@ export function errorSchemas(): Record<string, SchemaObject> {
           type: 'object',
           required: ['code', 'message'],
           properties: {
-            code: { type: 'string', enum: [code] },
+            code: { type: 'string', enum: [code, ...otherCodes] },
             message: { type: 'string', minLength: 1 },
             ...details,
           },

@@ -9,8 +9,10 @@ import { SubmissionsModule } from '../submissions/submissions.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { COMMON_ERROR_STATUSES, errorResponse, errorSchemas } from './error-responses.js';
+import { addIdempotencyKey } from './idempotency-key.js';
+import { addOutgoingWebhooks } from './outgoing-webhook.js';
 
-/** The modules whose controllers make up the API under the prefix (health and metrics live outside it). */
+/** The modules whose controllers make up the API under the prefix (health lives outside it). */
 export const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
 const API_KEY_SCHEME = 'apiKey';
 
@@ -77,6 +79,8 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
   const document = SwaggerModule.createDocument(app, config, { include: API_MODULES });
   relativeToServer(document, prefix);
   addCommonErrors(document);
+  addIdempotencyKey(document);
+  addOutgoingWebhooks(document);
   closeObjectSchemas(document.paths);
   closeObjectSchemas(document.components);
   return document;

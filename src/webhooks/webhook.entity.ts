@@ -1,8 +1,12 @@
-import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { CalculatorEntity } from '../calculators/calculator.entity.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
+export const DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
+export type DisabledReason = (typeof DISABLED_REASONS)[number];
+
 @Entity('webhooks')
+@Check('webhooks_disabled_reason_check', `disabled_reason IN ('manual', 'gone', 'failing')`)
 @Index('webhooks_workspace_active_idx', ['workspaceId', 'createdAt', 'id'], { where: 'removed_at IS NULL' })
 export class WebhookEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
@@ -33,6 +37,41 @@ export class WebhookEntity {
 
   @Column({ name: 'removed_at', type: 'timestamptz', precision: 3, nullable: true })
   removedAt: Date | null;
+
+  // --- Health and pause (DESIGN 7.1) ---
+
+  /** Set while the webhook is disabled: nothing is sent, new deliveries are recorded `skipped`. */
+  @Column({ name: 'disabled_at', type: 'timestamptz', precision: 3, nullable: true })
+  disabledAt: Date | null;
+
+  @Column({ name: 'disabled_reason', type: 'varchar', length: 16, nullable: true })
+  disabledReason: DisabledReason | null;
+
+  /** Failed attempts since the last 2xx. */
+  @Column({ name: 'consecutive_failures', type: 'integer', default: 0 })
+  consecutiveFailures: number;
+
+  /** When the current failure streak's first failure happened; null while not failing. */
+  @Column({ name: 'failing_since', type: 'timestamptz', precision: 3, nullable: true })
+  failingSince: Date | null;
+
+  @Column({ name: 'last_attempt_at', type: 'timestamptz', precision: 3, nullable: true })
+  lastAttemptAt: Date | null;
+
+  @Column({ name: 'last_success_at', type: 'timestamptz', precision: 3, nullable: true })
+  lastSuccessAt: Date | null;
+
+  @Column({ name: 'last_error', type: 'text', nullable: true })
+  lastError: string | null;
+
+  // --- Secret rotation (DESIGN 7.5) ---
+
+  /** The secret before the last rotation; attempts are signed with it too until it expires. */
+  @Column({ name: 'previous_secret', type: 'varchar', length: 128, nullable: true })
+  previousSecret: string | null;
+
+  @Column({ name: 'previous_secret_expires_at', type: 'timestamptz', precision: 3, nullable: true })
+  previousSecretExpiresAt: Date | null;
 }
 
 @Entity('webhook_calculators')

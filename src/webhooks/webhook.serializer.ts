@@ -1,6 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { TRIGGER_TYPES, WEBHOOK_SOURCES } from './webhook-sources.js';
-import type { WebhookEntity } from './webhook.entity.js';
+import { DISABLED_REASONS, type DisabledReason, type WebhookEntity } from './webhook.entity.js';
 
 /** Spec 2.1; the classes below are the response types and their OpenAPI schemas. */
 @ApiSchema({ name: 'Webhook' })
@@ -59,7 +59,76 @@ export class WebhookListItem extends WebhookResponse {
 export class WebhookSecret {
   @ApiProperty({ description: 'Signing secret of the webhook', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })
   key: string;
+
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    description: 'Until then attempts are signed with the previous key too (after a rotation); null when none',
+  })
+  previousKeyExpiresAt: string | null;
 }
+
+export const serializeWebhookSecret = (
+  w: Pick<WebhookEntity, 'secret' | 'previousSecretExpiresAt'>,
+  now = new Date(),
+): WebhookSecret => ({
+  key: w.secret,
+  previousKeyExpiresAt:
+    w.previousSecretExpiresAt && w.previousSecretExpiresAt > now ? w.previousSecretExpiresAt.toISOString() : null,
+});
+
+const NULLABLE_TIMESTAMP = { type: 'string', format: 'date-time', nullable: true } as const;
+
+/** DESIGN 7.1: whether the webhook sends, and how its attempts have gone. */
+@ApiSchema({ name: 'WebhookHealth' })
+export class WebhookHealth {
+  @ApiProperty()
+  webhookId: string;
+
+  @ApiProperty({ enum: ['active', 'disabled'], description: 'Nothing is sent to a disabled webhook' })
+  state: 'active' | 'disabled';
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  disabledAt: string | null;
+
+  @ApiProperty({
+    type: 'string',
+    enum: [...DISABLED_REASONS],
+    nullable: true,
+    description: 'manual (POST .../disable), gone (the receiver answered 410), failing (a long failure streak)',
+  })
+  disabledReason: DisabledReason | null;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Failed attempts since the last 2xx' })
+  consecutiveFailures: number;
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  lastAttemptAt: string | null;
+
+  @ApiProperty(NULLABLE_TIMESTAMP)
+  lastSuccessAt: string | null;
+
+  @ApiProperty({ type: 'string', nullable: true, description: 'Error of the last failed attempt' })
+  lastError: string | null;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Deliveries of the webhook still pending' })
+  pendingDeliveries: number;
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export const serializeWebhookHealth = (w: WebhookEntity, pendingDeliveries: number): WebhookHealth => ({
+  webhookId: w.id,
+  state: w.disabledAt ? 'disabled' : 'active',
+  disabledAt: iso(w.disabledAt),
+  disabledReason: w.disabledReason,
+  consecutiveFailures: w.consecutiveFailures,
+  lastAttemptAt: iso(w.lastAttemptAt),
+  lastSuccessAt: iso(w.lastSuccessAt),
+  lastError: w.lastError,
+  pendingDeliveries,
+});
 
 /** What a response shows of a webhook: never the secret. */
 type ListedWebhook = Pick<WebhookEntity, 'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'>;

@@ -2,16 +2,29 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseFilters } from
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
 import { EmptyTextBadRequestFilter } from '../core/http/http-exception.filter.js';
+import { NoBodyPipe } from '../core/http/validation.js';
 import { ApiDataResponse, ApiEmptyTextBadRequest, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { CreateWebhookDto } from './create-webhook.dto.js';
-import { serializeWebhook, WebhookListItem, WebhookResponse, WebhookSecret } from './webhook.serializer.js';
+import { DEFAULT_OVERLAP_SECONDS, RotateSecretDto } from './rotate-secret.dto.js';
+import { WebhookHealthService } from './webhook-health.service.js';
+import {
+  serializeWebhook,
+  serializeWebhookSecret,
+  WebhookHealth,
+  WebhookListItem,
+  WebhookResponse,
+  WebhookSecret,
+} from './webhook.serializer.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @ApiTags('webhooks')
 @Controller('webhooks')
 export class WebhooksController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  constructor(
+    private readonly webhooks: WebhooksService,
+    private readonly healthService: WebhookHealthService,
+  ) {}
 
   @Get()
   @ApiOperation({ operationId: 'listWebhooks', summary: 'List webhooks' })
@@ -58,12 +71,79 @@ export class WebhooksController {
 
   @Get(':webhookId/secret')
   @ApiOperation({ operationId: 'getWebhookSecret', summary: 'Get the signing secret of a webhook' })
-  @ApiDataResponse(WebhookSecret, { description: 'The signing secret' })
+  @ApiDataResponse(WebhookSecret, { description: 'The signing secret, and until when the previous one also signs' })
   @ApiErrorResponses(400, 404)
   async secret(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
-  ): Promise<{ data: { key: string } }> {
-    return { data: { key: (await this.webhooks.get(workspace.id, id)).secret } };
+  ): Promise<{ data: WebhookSecret }> {
+    return { data: serializeWebhookSecret(await this.webhooks.get(workspace.id, id)) };
+  }
+
+  @Post(':webhookId/secret/rotate')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate the signing secret of a webhook',
+    description:
+      'A new key signs from now on; until `previousKeyExpiresAt` every attempt carries a signature by each key ' +
+      '(`webhook-signature: v1,<new> v1,<previous>`). A second rotation keeps only the newest previous key.',
+  })
+  @ApiDataResponse(WebhookSecret, { description: 'The new key, and until when the previous one also signs' })
+  @ApiErrorResponses(400, 404, 413)
+  async rotateSecret(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+    @Body() dto: RotateSecretDto,
+  ): Promise<{ data: WebhookSecret }> {
+    const overlap = dto.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS;
+    return { data: serializeWebhookSecret(await this.webhooks.rotateSecret(workspace.id, id, overlap)) };
+  }
+
+  @Get(':webhookId/health')
+  @ApiOperation({ operationId: 'getWebhookHealth', summary: 'Get whether a webhook sends, and how its attempts go' })
+  @ApiDataResponse(WebhookHealth, { description: 'The health of the webhook' })
+  @ApiErrorResponses(400, 404)
+  async health(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+  ): Promise<{ data: WebhookHealth }> {
+    return { data: await this.healthService.health(workspace.id, id) };
+  }
+
+  @Post(':webhookId/disable')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'disableWebhook',
+    summary: 'Pause a webhook',
+    description:
+      'Nothing is sent to it once this returns: its pending deliveries and those of new submissions are ' +
+      '`skipped`. On a disabled webhook it changes nothing. Takes no body.',
+  })
+  @ApiDataResponse(WebhookHealth, { description: 'The health of the webhook, disabled' })
+  @ApiErrorResponses(400, 404, 413)
+  async disable(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<{ data: WebhookHealth }> {
+    return { data: await this.healthService.disable(workspace.id, id) };
+  }
+
+  @Post(':webhookId/enable')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'enableWebhook',
+    summary: 'Resume a webhook',
+    description: 'Sends again from now on, with the failure streak reset; skipped deliveries stay skipped. No body.',
+  })
+  @ApiDataResponse(WebhookHealth, { description: 'The health of the webhook, active' })
+  @ApiErrorResponses(400, 404, 413)
+  async enable(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<{ data: WebhookHealth }> {
+    return { data: await this.healthService.enable(workspace.id, id) };
   }
 }

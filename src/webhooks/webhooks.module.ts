@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
 import { WebhooksController } from './webhooks.controller.js';
+import { WebhookHealthService } from './webhook-health.service.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @Module({
   imports: [CalculatorsModule, DeliveryQueueModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService],
+  providers: [WebhooksService, WebhookHealthService],
   exports: [WebhooksService],
 })
 export class WebhooksModule {}

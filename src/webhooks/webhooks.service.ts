@@ -10,11 +10,11 @@ import { WEBHOOKS_LIST } from '../core/database/statements.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { CalculatorsService } from '../calculators/calculators.service.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { DeliveryEntity } from '../delivery/delivery.entity.js';
+import { RecoveryEntity } from '../delivery/recovery.entity.js';
 import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
-import { lockWebhookForRemoval } from './webhook-lock.js';
+import { stopWebhook } from './webhook-lock.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
 import { serializeWebhookListItem, type WebhookListItem } from './webhook.serializer.js';
@@ -34,6 +34,12 @@ interface WebhookListRow {
 
 /** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
 export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+export function assertWebhookActive(webhook: WebhookEntity): WebhookEntity {
+  if (!webhook.disabledAt) return webhook;
+  const reason = webhook.disabledReason ?? 'manual';
+  throw ApiError.invalidField('webhookId', `webhook ${webhook.id} is disabled (${reason}); enable it first`);
+}
 
 @Injectable()
 export class WebhooksService {
@@ -136,33 +142,57 @@ export class WebhooksService {
     return webhook;
   }
 
+  /** The webhook, for an operation that sends to it: 400 while it is disabled (DESIGN 7.1). */
+  async getActive(workspaceId: string, id: string): Promise<WebhookEntity> {
+    return assertWebhookActive(await this.get(workspaceId, id));
+  }
+
   /**
    * Marks the webhook removed and cancels its pending deliveries. The webhook lock waits for any
    * attempt in flight and holds off new ones, so once this returns nothing more reaches the receiver.
    */
   async remove(workspaceId: string, id: string): Promise<WebhookEntity> {
     await this.get(workspaceId, id); // 404 before taking a lock that another workspace's attempts use
-    const { webhook, cancelled } = await this.dataSource.transaction(async (manager) => {
-      await lockWebhookForRemoval(manager, id);
-      const webhook = await manager
-        .createQueryBuilder(WebhookEntity, 'w')
-        .setLock('pessimistic_write')
-        .where('w.id = :id AND w.workspace_id = :workspaceId AND w.removed_at IS NULL', { id, workspaceId })
-        .getOne();
-      if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
-      const now = new Date();
-      await manager.update(WebhookEntity, { id }, { removedAt: now, updatedAt: now });
-      const cancelled = await manager
-        .createQueryBuilder()
-        .update(DeliveryEntity)
-        .set({ status: 'cancelled', nextAttemptAt: null, completedAt: now, updatedAt: now })
-        .where({ webhookId: id, status: 'pending' })
-        .returning('id, max_attempts')
-        .execute();
-      const rows = cancelled.raw as { id: string; max_attempts: number }[];
-      return { webhook, cancelled: rows.map((d) => ({ deliveryId: d.id, maxAttempts: d.max_attempts })) };
+    const now = new Date();
+    const { webhook, ended } = await this.dataSource.transaction(async (manager) => {
+      const stopped = await stopWebhook(manager, workspaceId, id, { removedAt: now, updatedAt: now }, 'cancelled');
+      // A running recovery (DESIGN 7.3) ends with its webhook.
+      await manager.update(
+        RecoveryEntity,
+        { webhookId: id, status: 'running' },
+        { status: 'cancelled', completedAt: now, updatedAt: now },
+      );
+      return stopped;
     });
-    await this.queue.remove(cancelled);
+    await this.queue.remove(ended);
     return webhook;
+  }
+
+  /**
+   * A new signing secret (DESIGN 7.5); the current one stays valid for `overlapSeconds` as the previous
+   * key (attempts carry both signatures), replacing any earlier previous key.
+   */
+  async rotateSecret(
+    workspaceId: string,
+    id: string,
+    overlapSeconds: number,
+  ): Promise<Pick<WebhookEntity, 'secret' | 'previousSecretExpiresAt'>> {
+    await this.get(workspaceId, id);
+    const expiresAt = overlapSeconds > 0 ? new Date(Date.now() + overlapSeconds * 1000) : null;
+    const result = await this.dataSource
+      .createQueryBuilder()
+      .update(WebhookEntity)
+      // Reads the row's secret as it is when updated, so of two concurrent rotations the newest previous wins.
+      .set({
+        secret: generateSigningSecret(),
+        previousSecret: () => (expiresAt ? 'secret' : 'NULL'),
+        previousSecretExpiresAt: expiresAt,
+      })
+      .where('id = :id AND workspace_id = :workspaceId AND removed_at IS NULL', { id, workspaceId })
+      .returning('secret, previous_secret_expires_at')
+      .execute();
+    const [row] = result.raw as { secret: string; previous_secret_expires_at: Date | null }[];
+    if (!row) throw ApiError.notFound(`Webhook ${id} not found`);
+    return { secret: row.secret, previousSecretExpiresAt: row.previous_secret_expires_at };
   }
 }

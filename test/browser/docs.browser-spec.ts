@@ -1,17 +1,7 @@
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, recordOffServerRequests } from '../support/browser.js';
 import { createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const SPEC_OPERATIONS: [method: string, path: string][] = [
   ['get', '/webhooks'],
@@ -33,11 +23,9 @@ describe('API reference page /api/v1/docs', () => {
     t = await createTestApp();
     await t.app.listen(0, '127.0.0.1');
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     page = await browser.newPage();
-    page.on('request', (request) => {
-      if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) offServer.push(request.url());
-    });
+    recordOffServerRequests(page, baseUrl, offServer);
     await page.goto(`${baseUrl}/api/v1/docs`);
   });
   afterAll(async () => {
@@ -68,6 +56,28 @@ describe('API reference page /api/v1/docs', () => {
     await response.locator('.response-col_status', { hasText: '200' }).waitFor();
     await response.locator('.microlight, .highlight-code', { hasText: workspace.id }).first().waitFor();
     expect(await response.locator('.response-col_description').innerText()).toContain('Browser workspace');
+  });
+
+  it('shows the outgoing newSubmission webhook with its signature headers and the answers it acts on', async () => {
+    const webhooks = page.locator('.webhooks');
+    await webhooks.locator('h2', { hasText: 'Webhooks' }).waitFor({ state: 'visible' });
+    const operation = webhooks.locator('#operations-webhooks-newSubmission');
+    await operation.locator('.opblock-summary').first().click();
+
+    const parameters = operation.locator('.parameters .parameter__name');
+    await parameters.first().waitFor({ state: 'visible' });
+    const names = (await parameters.allInnerTexts()).map((name) => name.replace(/\s*\*.*$/s, '').trim());
+    expect(names.sort()).toEqual([
+      'content-type',
+      'user-agent',
+      'webhook-id',
+      'webhook-signature',
+      'webhook-timestamp',
+    ]);
+    await operation.locator('.parameters', { hasText: 'v1,<new key> v1,<previous key>' }).waitFor();
+    const statuses = await operation.locator('.responses-table .response .response-col_status').allInnerTexts();
+    expect(statuses.map((status) => status.trim()).sort()).toEqual(['2XX', '410', '429', '503', 'default']);
+    await operation.locator('.opblock-section-request-body', { hasText: '"event": "newSubmission"' }).waitFor();
   });
 
   it('loads nothing from outside this server', () => {

@@ -8,8 +8,9 @@ import {
   DEMO_WORKSPACE_ID,
   DEMO_WORKSPACE_NAME,
 } from '../../src/workspaces/demo-seed.js';
+import { client, registerWebhook, signingSecret } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
-import { createTestApp, ISO_MS, type TestApp } from '../support/test-app.js';
+import { createCalculator, createTestApp, ISO_MS, type TestApp } from '../support/test-app.js';
 import { ensureBuilt } from '../support/worker-process.js';
 
 // nest-commander is CommonJS and requires @nestjs/core, an ES module: Jest allows that only once
@@ -36,6 +37,8 @@ const COMMANDS = [
   'calculator:create',
   'submission:create',
   'seed:demo',
+  'workspace:list',
+  'webhook:list',
 ];
 
 describe('provisioning CLI', () => {
@@ -195,6 +198,99 @@ describe('provisioning CLI', () => {
     it('accepts a name of exactly 255 characters', async () => {
       const out = await cliJson(['workspace:create', '--name', 'é'.repeat(255)]);
       expect((out.workspace as { name: string }).name).toBe('é'.repeat(255));
+    });
+  });
+
+  describe('workspace:list', () => {
+    it('lists every workspace with its counts of calculators and registered webhooks, oldest first', async () => {
+      const { id, apiKey } = await newWorkspace('Listed, with things');
+      const empty = await newWorkspace('Listed, empty');
+      const calculators = await Promise.all([createCalculator(t, id), createCalculator(t, id)]);
+      const api = client(t, apiKey);
+      const kept = await registerWebhook(api, { url: 'https://example.com/a', calculators: [calculators[0].id] });
+      const removed = await registerWebhook(api, { url: 'https://example.com/b', calculators: [calculators[1].id] });
+      await api.delete(`/webhooks/${removed.id}`).expect(200);
+
+      const out = await cliJson(['workspace:list']);
+      expect(Object.keys(out)).toEqual(['data']);
+      const listed = out.data as Record<string, unknown>[];
+      for (const w of listed) {
+        expect(Object.keys(w).sort()).toEqual(['calculators', 'createdAt', 'id', 'name', 'webhooks']);
+        expect(w.createdAt).toMatch(ISO_MS);
+      }
+      const [rows] = await t.dataSource.query<[{ ids: string[] }]>(
+        'SELECT array_agg(id ORDER BY created_at, id) AS ids FROM workspaces',
+      );
+      expect(listed.map((w) => w.id)).toEqual(rows.ids);
+      expect(listed.find((w) => w.id === id)).toMatchObject({
+        name: 'Listed, with things',
+        calculators: 2,
+        webhooks: 1,
+      });
+      expect(listed.find((w) => w.id === empty.id)).toMatchObject({
+        name: 'Listed, empty',
+        calculators: 0,
+        webhooks: 0,
+      });
+      expect(kept.id).not.toBe(removed.id);
+    });
+
+    it('prints a table without --json', async () => {
+      const { id } = await newWorkspace('Table workspace');
+      const run = await cli(['workspace:list']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^ID +NAME +CREATED +CALCULATORS +WEBHOOKS$/);
+      expect(lines.find((line) => line.startsWith(id))).toMatch(/^\S+ +Table workspace +\S+Z +0 +0$/);
+    });
+  });
+
+  describe('webhook:list', () => {
+    it("lists the workspace's registered webhooks: id, name, url, calculators, state; never the secret", async () => {
+      const { id, apiKey } = await newWorkspace();
+      const other = await newWorkspace('Other');
+      const [a, b] = await Promise.all([createCalculator(t, id), createCalculator(t, id)]);
+      const api = client(t, apiKey);
+      const first = await registerWebhook(api, {
+        url: 'https://example.com/one',
+        calculators: [a.id, b.id],
+        name: 'One',
+      });
+      const second = await registerWebhook(api, { url: 'https://example.com/two', calculators: [b.id] });
+      const removed = await registerWebhook(api, { url: 'https://example.com/gone', calculators: [a.id] });
+      await api.delete(`/webhooks/${removed.id}`).expect(200);
+      await t.dataSource.query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [
+        second.id,
+      ]);
+      const secret = await signingSecret(api, first.id);
+
+      const out = await cliJson(['webhook:list', '--workspace', id]);
+      expect(out).toEqual({
+        data: [
+          {
+            id: first.id,
+            name: 'One',
+            url: 'https://example.com/one',
+            calculators: [a.id, b.id].sort(),
+            state: 'active',
+          },
+          { id: second.id, name: '', url: 'https://example.com/two', calculators: [b.id], state: 'disabled' },
+        ],
+      });
+      const text = await cli(['webhook:list', '--workspace', id]);
+      expect(text).toMatchObject({ code: 0, stderr: '' });
+      const lines = text.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^ID +NAME +URL +CALCULATORS +STATE$/);
+      expect(lines[1]).toMatch(
+        new RegExp(`^${first.id} +One +https://example.com/one +${[a.id, b.id].sort().join(',')} +active$`),
+      );
+      expect(lines[2]).toMatch(new RegExp(`^${second.id} +- +https://example.com/two +${b.id} +disabled$`));
+      expect(lines).toHaveLength(3);
+      for (const output of [JSON.stringify(out), text.stdout]) expect(output).not.toContain(secret);
+
+      expect(await cliJson(['webhook:list', '--workspace', other.id])).toEqual({ data: [] });
+      const none = await cli(['webhook:list', '--workspace', other.id]);
+      expect(none.stdout).toBe(`Workspace ${other.id} has no webhooks.\n`);
     });
   });
 
@@ -466,6 +562,9 @@ describe('provisioning CLI', () => {
       await expectRefused(['workspace:create'], /missing required option --name/);
       await expectRefused(['calculator:create', '--name', 'x'], /missing required option --workspace/);
       await expectRefused(['apikey:revoke', '--workspace', workspaceId], /missing required option --prefix/);
+      await expectRefused(['webhook:list'], /missing required option --workspace/);
+      await expectRefused(['webhook:list', '--workspace', '  '], /--workspace must not be empty/);
+      await expectRefused(['workspace:list', 'extra'], /Unexpected argument 'extra'/);
     });
 
     it('refuses an option without its value', () =>
@@ -513,6 +612,7 @@ describe('provisioning CLI', () => {
         ['apikey:list', ...unknown],
         ['apikey:revoke', ...unknown, '--prefix', 'ack_00000000'],
         ['calculator:create', ...unknown, '--name', 'x'],
+        ['webhook:list', ...unknown],
       ]) {
         await expectRefused(args, /unknown workspace "nosuchworkspace0000000000"/, 1);
       }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/core/config/config.js';
+import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { DestinationLimiter } from '../../src/delivery/destination-limiter.js';
 import { Receiver, sleep, waitFor, type Behaviour } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
@@ -146,15 +147,15 @@ describe('jobs waiting for a destination slot', () => {
 });
 
 describe('DestinationLimiter slots', () => {
-  const limiter = new DestinationLimiter(
-    loadConfig({
-      NODE_ENV: 'test',
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: `cw_test_${randomBytes(6).toString('hex')}`,
-      DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1',
-    }),
-  );
-  afterAll(() => limiter.onModuleDestroy());
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `cw_test_${randomBytes(6).toString('hex')}`,
+    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1',
+  });
+  const redis = new RedisClients(config);
+  const limiter = new DestinationLimiter(config, redis);
+  afterAll(() => redis.onApplicationShutdown());
 
   it('belong to one attempt: another lock token of the same delivery neither takes nor frees it', async () => {
     expect(await limiter.acquire('host:1', 'delivery-a:token-1', 'job-a')).toEqual({ admitted: true });

@@ -138,7 +138,7 @@ describe('delivery log', () => {
 
     it('filters by status', async () => {
       const { api, webhook, deliveries } = await withDeliveries(3, (req) =>
-        JSON.parse(req.body).data.data.n === 1 ? { status: 410 } : { status: 200 },
+        JSON.parse(req.body).data.data.n === 1 ? { status: 500 } : { status: 200 },
       );
       const byStatus = async (status: string) =>
         (await listDeliveries(api, webhook.id, `?status=${status}`)).map((d) => d.id);
@@ -264,12 +264,14 @@ describe('delivery log', () => {
       expect(receiver.requests).toHaveLength(2);
     });
 
-    it('sends a failed delivery again, and it ends succeeded when the receiver accepts it', async () => {
+    it('sends a failed delivery again once its webhook, disabled by the 410, is enabled; it ends succeeded', async () => {
       const { api, webhook, receiver, deliveries } = await withDeliveries(1, (_req, i) =>
         i === 0 ? { status: 410 } : { status: 200 },
       );
       expect(deliveries[0]).toMatchObject({ status: 'failed', attemptCount: 1 });
 
+      expectBadRequest(await postRetry(api, webhook.id, deliveries[0].id), 'webhookId');
+      expectJson(await api.post(`/webhooks/${webhook.id}/enable`), 200);
       expectJson(await retry(api, webhook.id, deliveries[0].id), 202);
       await waitFor(() => receiver.requests.length === 2, 5000, 'the redelivery');
       const delivery = await waitFor(async () => {
@@ -298,7 +300,7 @@ describe('delivery log', () => {
       expect(receiver.requests).toHaveLength(FAST_MAX_ATTEMPTS + 1);
     });
 
-    it('400 while the delivery is pending', async () => {
+    it('moves the next attempt of a pending delivery to now, adding no attempt', async () => {
       const receiver = await startReceiver(() => ({ status: 503, headers: { 'retry-after': '60' } }));
       const { api, calculator, webhook } = await setupWebhook(t, receiver.url);
       await submit(api, calculator.id);
@@ -309,20 +311,27 @@ describe('delivery log', () => {
       expect(pending.status).toBe('pending');
       expect(Date.parse(pending.nextAttemptAt!)).toBeGreaterThan(Date.now() + 30_000);
 
-      expectBadRequest(await postRetry(api, webhook.id, pending.id), 'status');
-      await sleep(500);
-      expect(receiver.requests).toHaveLength(1);
-      expect((await getDelivery(api, webhook.id, pending.id)).attemptCount).toBe(1);
+      const res = await postRetry(api, webhook.id, pending.id);
+      expectJson(res, 202);
+      expect(res.body.data).toMatchObject({ status: 'pending', attemptCount: 1, maxAttempts: pending.maxAttempts });
+      await waitFor(() => receiver.requests.length === 2, 5000, 'the attempt moved to now');
+      const after = await waitFor(async () => {
+        const d = await getDelivery(api, webhook.id, pending.id);
+        return d.attemptCount === 2 ? d : null;
+      });
+      expect(after).toMatchObject({ status: 'pending', maxAttempts: pending.maxAttempts });
     });
 
-    it('400 for a second retry while the first is still pending', async () => {
+    it('a second retry while the first is still pending adds no attempt', async () => {
       const { api, webhook, receiver, deliveries } = await withDeliveries(1, (_req, i) =>
         i === 0 ? { status: 200 } : { status: 200, delayMs: 500 },
       );
       expectJson(await retry(api, webhook.id, deliveries[0].id), 202);
-      expectBadRequest(await postRetry(api, webhook.id, deliveries[0].id), 'status');
+      const second = await postRetry(api, webhook.id, deliveries[0].id);
+      expectJson(second, 202);
+      expect(second.body.data).toMatchObject({ status: 'pending', maxAttempts: 2 });
       const delivery = await waitForEndedDelivery(api, webhook.id);
-      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2 });
+      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2, maxAttempts: 2 });
       await sleep(500);
       expect(receiver.requests).toHaveLength(2);
     });

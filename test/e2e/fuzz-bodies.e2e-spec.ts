@@ -32,6 +32,7 @@ describe('fuzz: request bodies', () => {
   let key: string;
   let calculatorId: string;
   let foreignCalculatorId: string;
+  let webhookId: string;
 
   beforeAll(async () => {
     // Rate limiting off and a high webhook cap, so every run reaches validation.
@@ -43,7 +44,11 @@ describe('fuzz: request bodies', () => {
     const other = await createWorkspace(t, 'Other');
     foreignCalculatorId = (await createCalculator(t, other.workspace.id)).id;
     // Bound webhooks, so an accepted submission also writes deliveries.
-    await registerWebhook(client(t, key), { url: 'https://receiver.example.com/own', calculators: [calculatorId] });
+    const webhook = await registerWebhook(client(t, key), {
+      url: 'https://receiver.example.com/own',
+      calculators: [calculatorId],
+    });
+    webhookId = webhook.id;
   });
   afterAll(async () => {
     closeAgent();
@@ -193,6 +198,100 @@ describe('fuzz: request bodies', () => {
         'prototype',
         'toString',
       ]);
+    });
+  });
+  describe('POST /webhooks/{id}/recover', () => {
+    let recoverWebhookId: string;
+    beforeAll(async () => {
+      const api = client(t, key);
+      recoverWebhookId = (
+        await registerWebhook(api, { url: 'https://receiver.example.com/r', calculators: [calculatorId] })
+      ).id;
+    });
+
+    const timestamp = fc.oneof(
+      fc
+        .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+        .map((d) => d.toISOString()),
+      fc.integer({ min: -40 * 86_400_000, max: 86_400_000 }).map((ago) => new Date(Date.now() + ago).toISOString()),
+      oddString(),
+      jsonValue(),
+    );
+    const recoverBody = fc.oneof(
+      fc
+        .record({
+          since: fc.option(timestamp, { freq: 6 }),
+          until: fc.option(timestamp, { freq: 2 }),
+          dryRun: fc.option(fc.oneof(fc.boolean(), jsonValue()), { freq: 2 }),
+          extra: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), oddString(3)), jsonValue()), {
+            maxLength: 1,
+          }),
+        })
+        .map(({ extra, ...fields }) =>
+          objectText([...(Object.entries(fields).filter(([, v]) => v !== null) as [string, unknown][]), ...extra]),
+        ),
+      jsonText(['since', 'until', 'dryRun']),
+    );
+
+    it('answers any body with a count, a running recovery or a documented 4xx, and a 4xx writes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(recoverBody, async (body) => {
+          await expectHandled(post(`/api/v1/webhooks/${recoverWebhookId}/recover`, body), (res) => {
+            const { data } = res as { data: { matched: number; status?: string } };
+            expect(data.matched).toBe(0);
+            if (data.status !== undefined) expect(data.status).toBe('running');
+          });
+        }),
+        { numRuns: NUM_RUNS },
+      );
+    });
+  });
+
+  describe('POST /webhooks/{id}/secret/rotate, /disable, /enable, /test (DESIGN 7)', () => {
+    const rotateBody = fc.oneof(
+      fc
+        .record({
+          overlapSeconds: fc.option(fc.oneof(fc.integer({ min: -10, max: 700_000 }), fc.double(), jsonValue()), {
+            freq: 3,
+          }),
+          extra: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), oddString(3)), jsonValue()), {
+            maxLength: 2,
+          }),
+        })
+        .map(({ overlapSeconds, extra }) =>
+          objectText([
+            ...(overlapSeconds === null ? [] : [['overlapSeconds', overlapSeconds] as [string, unknown]]),
+            ...extra,
+          ]),
+        ),
+      jsonText(['overlapSeconds']),
+    );
+
+    it('answers any rotate body with a new key or a documented 4xx, and a 4xx changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(rotateBody, async (body) => {
+          await expectHandled(post(`/api/v1/webhooks/${webhookId}/secret/rotate`, body), (res) => {
+            const { data } = res as { data: object };
+            expect(Object.keys(data).sort()).toEqual(['key', 'previousKeyExpiresAt']);
+          });
+        }),
+        { numRuns: NUM_RUNS },
+      );
+    });
+
+    it('refuses any member in the body of the operations that take none', async () => {
+      const members = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), oddString(3)), jsonValue()), {
+        minLength: 1,
+        maxLength: 3,
+      });
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('disable', 'enable', 'test'), members, async (action, entries) => {
+          await expectHandled(post(`/api/v1/webhooks/${webhookId}/${action}`, objectText(entries)), () => {
+            throw new Error(`accepted a body on ${action}`);
+          });
+        }),
+        { numRuns: 60 },
+      );
     });
   });
 });

@@ -35,6 +35,15 @@ const OPERATIONS = [
   ['GET', '/webhooks/{w}/deliveries'],
   ['GET', '/webhooks/{w}/deliveries/{d}'],
   ['POST', '/webhooks/{w}/deliveries/{d}/retry'],
+  ['GET', '/deliveries'],
+  ['GET', '/deliveries/{d}'],
+  ['POST', '/webhooks/{w}/recover'],
+  ['GET', '/webhooks/{w}/recoveries/{d}'], // a delivery id in the recovery slot: never a recovery, so 404
+  ['GET', '/webhooks/{w}/health'],
+  ['POST', '/webhooks/{w}/disable'],
+  ['POST', '/webhooks/{w}/enable'],
+  ['POST', '/webhooks/{w}/test'],
+  ['POST', '/webhooks/{w}/secret/rotate'],
 ] as const;
 const PUBLIC_PATHS = ['/healthz', '/readyz', '/metrics', '/api/v1/openapi.json', '/api/v1/docs', '/admin/queues'];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'SEARCH'];
@@ -143,11 +152,13 @@ describe('fuzz: paths, query strings, headers and methods on every endpoint', ()
   it('query strings: paging and filters at int32 edges, floats, exponents, arrays and junk', async () => {
     const queryKey = fc.oneof(
       fc.constantFrom('limit', 'offset', 'status', 'limit[]', 'limit[0]', 'offset[a]', ...POLLUTION_KEYS),
+      fc.constantFrom('cursor', 'since', 'until', 'webhookId', 'calculatorId', 'since[]'),
       oddString(3),
     );
     const queryValue = fc.oneof(
       fc.constantFrom(...NUMBER_TEXTS),
       fc.constantFrom('pending', 'succeeded', 'failed', 'cancelled', 'PENDING'),
+      fc.constantFrom('skipped', '2024-01-15T10:30:00.000Z', '2024-02-30T00:00:00Z', createId()),
       oddString(),
     );
     const query = fc
@@ -211,6 +222,57 @@ describe('fuzz: paths, query strings, headers and methods on every endpoint', ()
           if (sent !== own.key && sent !== other.key) expect(res.status).toBeGreaterThanOrEqual(400);
         },
       ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it('Idempotency-Key: any value on any POST is a 400 naming it, or the answer is kept and replayed as it was', async () => {
+    const POSTS = OPERATIONS.filter(([method]) => method === 'POST');
+    const bodies: Record<string, string[]> = {
+      '/webhooks': ['{}', `{"url":"https://own.example.com/k","calculators":["${own.calculatorId}"]}`],
+      '/calculators/{c}/submissions': ['{}', '{"data":{"a":1}}', '{"data":"x"}'],
+      '/webhooks/{w}/deliveries/{d}/retry': [''],
+      '/webhooks/{w}/recover': [`{"since":"${new Date(Date.now() - 3_600_000).toISOString()}","dryRun":true}`, '{}'],
+      '/webhooks/{w}/disable': [''],
+      '/webhooks/{w}/enable': [''],
+      '/webhooks/{w}/test': ['', '{}'],
+      '/webhooks/{w}/secret/rotate': ['{}', '{"overlapSeconds":60}', '{"overlapSeconds":-1}'],
+    };
+    const keyText = fc.oneof(
+      // What a header value may hold: tab, visible ASCII and Latin-1.
+      fc
+        .string({ unit: 'binary', maxLength: 60 })
+        .map((s) => [...s].filter((c) => c === '\t' || (c >= ' ' && c !== '\x7f' && c <= '\xff')).join('')),
+      fc.string({ unit: 'grapheme-ascii', maxLength: 250 }),
+      fc.integer({ min: 240, max: 400 }).map((n) => 'k'.repeat(n)),
+    );
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...POSTS), keyText, fc.nat(), async ([method, template], text, pick) => {
+        const key = `${run++}:${text}`;
+        const path = `/api/v1${template.replace('{w}', own.webhookId).replace('{c}', own.calculatorId).replace('{d}', own.deliveryId)}`;
+        const payload = bodies[template][pick % bodies[template].length];
+        const headers: Record<string, string> = { 'x-ac-api-key': own.key, 'idempotency-key': key };
+        if (payload !== '') headers['content-type'] = 'application/json';
+        const req = { method, path, headers, ...(payload === '' ? {} : { body: payload }) };
+        const first = await expectHandled(req);
+        // HTTP drops whitespace around a header value.
+        if (!/^[\x20-\x7e]{1,255}$/.test(key.replace(/[ \t]+$/, ''))) {
+          expect(first.status).toBe(400);
+          expect(JSON.parse(first.text).error.details).toEqual([
+            { field: 'Idempotency-Key', message: expect.any(String) },
+          ]);
+          return;
+        }
+        const before = await snapshotDatabase(t);
+        const again = await expectHandled(req);
+        expect({ status: again.status, body: again.text, replayed: again.headers['idempotent-replayed'] }).toEqual({
+          status: first.status,
+          body: first.text,
+          replayed: 'true',
+        });
+        expect(await snapshotDatabase(t)).toEqual(before);
+      }),
       { numRuns: NUM_RUNS },
     );
   });

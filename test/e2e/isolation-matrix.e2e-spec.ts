@@ -19,7 +19,11 @@ interface Tenant {
   webhookId: string;
   /** Ended, so a retry by its own workspace would be accepted. */
   deliveryId: string;
+  /** Running (no worker in this app). */
+  recoveryId: string;
 }
+
+const RECOVER_BODY = () => ({ since: new Date(Date.now() - 3_600_000).toISOString() });
 
 /** Each operation, with the ids it names taken from the other workspace (and, where it names two, mixed). */
 const FOREIGN_OPERATIONS: [string, (own: Tenant, other: Tenant) => Promise<Response>][] = [
@@ -47,6 +51,28 @@ const FOREIGN_OPERATIONS: [string, (own: Tenant, other: Tenant) => Promise<Respo
     'POST /webhooks/{own id}/deliveries/{foreign id}/retry',
     (own, other) => own.api.post(`/webhooks/${own.webhookId}/deliveries/${other.deliveryId}/retry`),
   ],
+  ['GET /deliveries/{id}', (own, other) => own.api.get(`/deliveries/${other.deliveryId}`)],
+  ['POST /webhooks/{id}/recover', (own, other) => own.api.post(`/webhooks/${other.webhookId}/recover`, RECOVER_BODY())],
+  [
+    'POST /webhooks/{id}/recover (dry run)',
+    (own, other) => own.api.post(`/webhooks/${other.webhookId}/recover`, { ...RECOVER_BODY(), dryRun: true }),
+  ],
+  [
+    'GET /webhooks/{id}/recoveries/{id}',
+    (own, other) => own.api.get(`/webhooks/${other.webhookId}/recoveries/${other.recoveryId}`),
+  ],
+  [
+    'GET /webhooks/{own id}/recoveries/{foreign id}',
+    (own, other) => own.api.get(`/webhooks/${own.webhookId}/recoveries/${other.recoveryId}`),
+  ],
+  ['GET /webhooks/{id}/health', (own, other) => own.api.get(`/webhooks/${other.webhookId}/health`)],
+  ['POST /webhooks/{id}/disable', (own, other) => own.api.post(`/webhooks/${other.webhookId}/disable`)],
+  ['POST /webhooks/{id}/enable', (own, other) => own.api.post(`/webhooks/${other.webhookId}/enable`)],
+  ['POST /webhooks/{id}/test', (own, other) => own.api.post(`/webhooks/${other.webhookId}/test`)],
+  [
+    'POST /webhooks/{id}/secret/rotate',
+    (own, other) => own.api.post(`/webhooks/${other.webhookId}/secret/rotate`, { overlapSeconds: 60 }),
+  ],
   [
     'POST /calculators/{id}/submissions',
     (own, other) => own.api.post(`/calculators/${other.calculatorId}/submissions`, { data: { a: 1 } }),
@@ -72,7 +98,17 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
        WHERE webhook_id = $1 RETURNING id`,
       [webhookId],
     );
-    return { name, api, workspaceId: workspace.id, calculatorId, webhookId, deliveryId };
+    const recovery = await api.post(`/webhooks/${webhookId}/recover`, RECOVER_BODY());
+    expectJson(recovery, 202);
+    return {
+      name,
+      api,
+      workspaceId: workspace.id,
+      calculatorId,
+      webhookId,
+      deliveryId,
+      recoveryId: recovery.body.data.id,
+    };
   }
 
   beforeAll(async () => {
@@ -130,6 +166,15 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
       expect(deliveries.data.map((d: { id: string }) => d.id)).toEqual([own.deliveryId]);
       expect(me.id).toBe(own.workspaceId);
     });
+  });
+
+  it("GET /deliveries lists only the own workspace's deliveries", async () => {
+    for (const [, , own, other] of directions()) {
+      const res = await own.api.get('/deliveries');
+      expectJson(res, 200);
+      expect(res.body.data.map((d: { id: string }) => d.id)).toEqual([own.deliveryId]);
+      expect(res.text).not.toContain(other.webhookId);
+    }
   });
 
   it("leaves each workspace's own operations working afterwards", async () => {

@@ -1,12 +1,11 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import net from 'node:net';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import { WorkerModule } from '../../src/worker.module.js';
 import { client, registerWebhook } from '../support/management-api.js';
 import { Receiver, waitFor, type Reply } from '../support/receiver.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import { createCalculator, createTestApp, createWorkspace, freePort, type TestApp } from '../support/test-app.js';
 
 type LogLine = Record<string, unknown> & { raw: string };
 
@@ -39,14 +38,6 @@ function samples(text: string): { name: string; labels: Record<string, string>; 
 const sameLabels = (a: Record<string, string>, b: Record<string, string>) =>
   Object.keys(a).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => a[k] === v);
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('observability', () => {
   const lines: string[] = [];
   let t: TestApp;
@@ -55,8 +46,18 @@ describe('observability', () => {
 
   const logLines = (): LogLine[] => lines.map((raw) => ({ ...JSON.parse(raw), raw }));
   const requestLine = (id: string) =>
-    waitFor(() => logLines().find((l) => (l.req as { id?: string } | undefined)?.id === id), 5000, `log of ${id}`);
-  const scrape = async () => samples((await t.http().get('/metrics').expect(200)).text);
+    waitFor(
+      () => logLines().find((l) => (l.req as { id?: string } | undefined)?.id === id && l.res !== undefined),
+      5000,
+      `log of ${id}`,
+    );
+  let metricsUrl: string;
+  const scrapeText = async () => {
+    const res = await fetch(metricsUrl);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+  const scrape = async () => samples(await scrapeText());
   const metric = async (name: string, labels: Record<string, string> = {}) =>
     (await scrape()).find((s) => s.name === name && sameLabels(s.labels, labels))?.value ?? 0;
 
@@ -71,7 +72,9 @@ describe('observability', () => {
   }
 
   beforeAll(async () => {
-    t = await createLoggedApp(lines, FAST_DELIVERY);
+    const metricsPort = await freePort();
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    t = await createLoggedApp(lines, { ...FAST_DELIVERY, METRICS_PORT: String(metricsPort) });
     receiver = await Receiver.start(() => replies.shift() ?? { status: 200 });
   });
   afterAll(async () => {
@@ -137,7 +140,11 @@ describe('observability', () => {
         keys.authenticate = authenticate;
       }
       const cause = logLines().find((l) => l.context === 'HttpExceptionFilter' && String(l.msg).includes('obs-500'));
-      expect(cause).toMatchObject({ level: 'error', stack: expect.stringContaining('simulated failure') });
+      expect(cause).toMatchObject({
+        level: 'error',
+        req: { id: 'obs-500' }, // every line written during a request carries it
+        err: { stack: expect.stringContaining('simulated failure') },
+      });
       expect(await requestLine('obs-500')).toMatchObject({ level: 'error', res: { statusCode: 500 } });
     });
 
@@ -161,10 +168,18 @@ describe('observability', () => {
     });
   });
 
-  describe('GET /metrics', () => {
+  describe('GET /metrics on METRICS_PORT', () => {
+    it('is not served on the public port: a JSON 404 like any unknown path', async () => {
+      const res = await t.http().get('/metrics').expect(404);
+      expect(res.body).toEqual({ error: { code: 'not_found', message: 'No route for GET /metrics' } });
+      expect(res.text).not.toContain('# TYPE');
+    });
+
     it('serves Prometheus text without an API key', async () => {
-      const res = await t.http().get('/metrics').expect(200);
-      expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+      const res = await fetch(metricsUrl);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      const text = await res.text();
       for (const name of [
         'http_request_duration_seconds',
         'webhook_deliveries_total',
@@ -173,7 +188,7 @@ describe('observability', () => {
         'webhook_delivery_oldest_pending_age_seconds',
         'process_cpu_seconds_total',
       ]) {
-        expect(res.text).toContain(`# TYPE ${name} `);
+        expect(text).toContain(`# TYPE ${name} `);
       }
     });
 
@@ -182,7 +197,7 @@ describe('observability', () => {
       await t.http().get('/api/v1/webhooks/doesnotexist123').set('x-ac-api-key', key).expect(404);
       const route = { method: 'GET', route: '/api/v1/webhooks/:webhookId', status: '404' };
       expect(await metric('http_request_duration_seconds_count', route)).toBeGreaterThanOrEqual(1);
-      expect((await t.http().get('/metrics')).text).not.toContain('doesnotexist123');
+      expect(await scrapeText()).not.toContain('doesnotexist123');
     });
 
     it('counts delivery outcomes and attempt durations as attempts are decided', async () => {

@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
+import { bodyHash } from '../../src/idempotency/idempotency-key.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { client, type Client } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
@@ -27,6 +28,7 @@ interface Document {
   servers: { url: string }[];
   security: Record<string, string[]>[];
   paths: Record<string, Partial<Record<Method, Operation>>>;
+  webhooks: Record<string, { post: Operation }>;
   components: {
     schemas: Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] } & object>;
     securitySchemes: Record<string, object>;
@@ -47,9 +49,18 @@ const EXTENSION_OPERATIONS = [
   'GET /webhooks/{webhookId}/deliveries',
   'GET /webhooks/{webhookId}/deliveries/{deliveryId}',
   'POST /webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+  'GET /deliveries',
+  'GET /deliveries/{deliveryId}',
+  'POST /webhooks/{webhookId}/recover',
+  'GET /webhooks/{webhookId}/recoveries/{recoveryId}',
+  'GET /webhooks/{webhookId}/health',
+  'POST /webhooks/{webhookId}/disable',
+  'POST /webhooks/{webhookId}/enable',
+  'POST /webhooks/{webhookId}/test',
+  'POST /webhooks/{webhookId}/secret/rotate',
 ];
-/** Answered by the rate limiter and the exception filter, so documented on every operation but exercised once. */
-const SAMPLED_STATUSES = ['429', '500', '503'];
+/** Answered by the rate limiter, the exception filter and the Idempotency-Key check (every POST), so documented on every operation but exercised once. */
+const SAMPLED_STATUSES = ['409', '429', '500', '503'];
 
 const pointer = (...segments: string[]) => segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
@@ -331,8 +342,107 @@ describe('OpenAPI document', () => {
 
       receiver.behaviour = () => ({ status: 200, delayMs: 500 }); // keeps the retried delivery pending a while
       conformance.check(await api.post(`${base}/${deliveryId}/retry`), retry);
-      conformance.check(await api.post(`${base}/${deliveryId}/retry`), retry); // still pending: 400
+      conformance.check(await api.post(`${base}/${deliveryId}/retry`), retry); // still pending: moved to now
       conformance.check(await api.post(`${base}/unknowndelivery/retry`), retry);
+    });
+
+    it('the webhooks section: the request a receiver got matches newSubmission, body and headers', async () => {
+      const webhook = doc.webhooks.newSubmission.post;
+      const [delivered] = receiver.requests;
+      conformance.validate(
+        pointer('webhooks', 'newSubmission', 'post', 'requestBody', 'content', 'application/json', 'schema'),
+        JSON.parse(delivered.body),
+        'newSubmission body',
+      );
+      const headerSchema = (name: string) =>
+        pointer(
+          'webhooks',
+          'newSubmission',
+          'post',
+          'parameters',
+          String(webhook.parameters.findIndex((p) => p.name === name)),
+          'schema',
+        );
+      const headers = webhook.parameters.filter((p) => p.in === 'header');
+      expect(headers.map((p) => p.name).sort()).toEqual(
+        ['content-type', 'user-agent', 'webhook-id', 'webhook-signature', 'webhook-timestamp'].sort(),
+      );
+      for (const { name, schema } of headers) {
+        conformance.validate(headerSchema(name), delivered.headers[name], `newSubmission header ${name}`);
+        expect(schema).toEqual(expect.objectContaining({ type: 'string' }));
+      }
+      const rotationOverlap = `${delivered.headers['webhook-signature']} ${delivered.headers['webhook-signature']}`;
+      conformance.validate(headerSchema('webhook-signature'), rotationOverlap, 'two signatures');
+      expect(() => conformance.validate(headerSchema('webhook-signature'), 'v1,abc= v2,abc=', 'v2')).toThrow();
+      expect(Object.keys(webhook.responses).sort()).toEqual(['2XX', '410', '429', '503', 'default']);
+    });
+
+    it('the workspace delivery log and recovery', async () => {
+      const list = 'GET /deliveries';
+      const one = 'GET /deliveries/{deliveryId}';
+      const recover = 'POST /webhooks/{webhookId}/recover';
+      const recovery = 'GET /webhooks/{webhookId}/recoveries/{recoveryId}';
+      await api.post(`/calculators/${calculatorId}/submissions`, { data: { second: true } }).expect(200);
+      const page = await api.get('/deliveries?limit=1');
+      expect(page.body.nextCursor).toEqual(expect.any(String));
+      conformance.check(page, list);
+      const last = await api.get(`/deliveries?limit=1&cursor=${page.body.nextCursor}`);
+      expect(last.body.nextCursor).toBeNull();
+      conformance.check(last, list);
+      conformance.check(await api.get('/deliveries?cursor=bogus'), list);
+      const deliveryId = page.body.data[0].id as string;
+
+      conformance.check(await api.get(`/deliveries/${deliveryId}`), one);
+      conformance.check(await api.get('/deliveries/unknowndelivery'), one);
+      conformance.check(
+        await api.get(`/deliveries/${deliveryId}`).set('content-type', 'application/json').send('{bad'),
+        one,
+      );
+
+      const since = new Date(Date.now() - 3_600_000).toISOString();
+      const running = await api.post(`/webhooks/${webhookId}/recover`, { since });
+      conformance.check(running, recover);
+      conformance.check(await api.post(`/webhooks/${webhookId}/recover`, { since, dryRun: true }), recover);
+      conformance.check(await api.post(`/webhooks/${webhookId}/recover`, { since: 'yesterday' }), recover);
+      conformance.check(await api.post('/webhooks/unknownwebhook/recover', { since }), recover);
+      const huge = { since, name: 'x'.repeat(1024 * 1024 + 1) };
+      conformance.check(await api.post(`/webhooks/${webhookId}/recover`, huge), recover);
+
+      const base = `/webhooks/${webhookId}/recoveries`;
+      conformance.check(await api.get(`${base}/${running.body.data.id}`), recovery);
+      conformance.check(await api.get(`${base}/unknownrecovery`), recovery);
+      conformance.check(
+        await api.get(`${base}/${running.body.data.id}`).set('content-type', 'application/json').send('{bad'),
+        recovery,
+      );
+    });
+
+    it('health, pause, test event and secret rotation (DESIGN 7); retry on a disabled webhook', async () => {
+      const op = (name: string) => `${name.startsWith('health') ? 'GET' : 'POST'} /webhooks/{webhookId}/${name}`;
+      const own = `/webhooks/${webhookId}`;
+      const huge = { x: 'x'.repeat(1024 * 1024 + 1) };
+      conformance.check(await api.get(`${own}/health`), op('health'));
+      conformance.check(
+        await api.get(`${own}/health`).set('content-type', 'application/json').send('{bad'),
+        op('health'),
+      );
+      conformance.check(await api.get('/webhooks/unknownwebhook/health'), op('health'));
+      conformance.check(await api.post(`${own}/secret/rotate`, { overlapSeconds: 60 }), op('secret/rotate'));
+      conformance.check(await api.post(`${own}/secret/rotate`, { overlapSeconds: -1 }), op('secret/rotate'));
+      conformance.check(await api.post('/webhooks/unknownwebhook/secret/rotate'), op('secret/rotate'));
+      conformance.check(await api.post(`${own}/secret/rotate`, huge), op('secret/rotate'));
+      conformance.check(await api.post(`${own}/test`), op('test'));
+      for (const name of ['disable', 'enable', 'test']) {
+        conformance.check(await api.post(`${own}/${name}`, { unknown: 1 }), op(name));
+        conformance.check(await api.post(`/webhooks/unknownwebhook/${name}`), op(name));
+        conformance.check(await api.post(`${own}/${name}`, huge), op(name));
+      }
+      const [{ id: deliveryId }] = (await api.get(`${own}/deliveries`)).body.data as { id: string }[];
+      conformance.check(await api.post(`${own}/disable`), op('disable'));
+      conformance.check(await api.post(`${own}/test`), op('test')); // disabled: 400
+      const retry = 'POST /webhooks/{webhookId}/deliveries/{deliveryId}/retry';
+      conformance.check(await api.post(`${own}/deliveries/${deliveryId}/retry`), retry); // disabled: 400
+      conformance.check(await api.post(`${own}/enable`), op('enable'));
     });
 
     it('DELETE /webhooks/{webhookId}', async () => {
@@ -348,6 +458,7 @@ describe('OpenAPI document', () => {
         '{webhookId}': 'unknownwebhook',
         '{calculatorId}': 'unknowncalculator',
         '{deliveryId}': 'unknowndelivery',
+        '{recoveryId}': 'unknownrecovery',
       };
       for (const operation of operationsOf(doc)) {
         const [method, template] = operation.split(' ');
@@ -372,6 +483,27 @@ describe('OpenAPI document', () => {
         webhooks.list = list;
       }
     });
+
+    it('Idempotency-Key: a replay, a reused key (400) and a repeat of a request still running (409)', async () => {
+      const op = 'POST /webhooks';
+      const body = { url: receiver.url, calculators: [calculatorId] };
+      const first = await api.post('/webhooks', body).set('Idempotency-Key', 'openapi-1');
+      conformance.check(first, op);
+      const replay = await api.post('/webhooks', body).set('Idempotency-Key', 'openapi-1');
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      conformance.check(replay, op);
+      const reused = await api.post('/webhooks', { ...body, name: 'other' }).set('Idempotency-Key', 'openapi-1');
+      expect(reused.body.error.code).toBe('idempotency_key_reused');
+      conformance.check(reused, op);
+      // What a request still running (or whose process died) leaves: a claim with no answer yet.
+      await t.dataSource.query(
+        `INSERT INTO idempotency_keys (workspace_id, key, method, path, body_hash, expires_at)
+         VALUES ($1, 'openapi-running', 'POST', '/api/v1/webhooks', $2, now() + interval '1 day')`,
+        [workspaceId, bodyHash(body)],
+      );
+      const stillRunning = await api.post('/webhooks', body).set('Idempotency-Key', 'openapi-running');
+      conformance.check(stillRunning, op);
+    }, 30_000);
 
     it('a method a path does not take: the documented 405 body', async () => {
       const res = await api.request('put', '/webhooks/unknownwebhook');
@@ -399,7 +531,7 @@ describe('OpenAPI document', () => {
     const expected = conformance
       .documented()
       .filter((r) => !SAMPLED_STATUSES.includes(r.split(' ')[2]))
-      .concat(['GET /me 429', 'GET /webhooks 500', 'GET /webhooks 503']);
+      .concat(['GET /me 429', 'GET /webhooks 500', 'GET /webhooks 503', 'POST /webhooks 409']);
     expect([...conformance.seen].sort()).toEqual(expected.sort());
   });
 });

@@ -1,10 +1,8 @@
 import request from 'supertest';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
-import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
-import { API, client, registerWebhook } from '../support/management-api.js';
-import { waitFor } from '../support/receiver.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import { API } from '../support/management-api.js';
+import { createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const API_CSP = "default-src 'none';frame-ancestors 'none'";
 
@@ -104,41 +102,5 @@ describe('security', () => {
         }
       }
     });
-  });
-});
-
-describe('API keys in logs (LOG_LEVEL=trace)', () => {
-  const lines: string[] = [];
-  let t: TestApp;
-
-  beforeAll(async () => {
-    t = await createTestApp({ LOG_LEVEL: 'trace', RATE_LIMIT_PER_MINUTE: '3' }, (builder) =>
-      builder.overrideProvider(LOG_DESTINATION).useValue({ write: (line: string) => void lines.push(line) }),
-    );
-  });
-  afterAll(() => t.close());
-
-  it('never appear, whatever the outcome of the request', async () => {
-    const { workspace, key } = await createWorkspace(t);
-    const altered = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
-    const api = client(t, key);
-    const calculator = await createCalculator(t, workspace.id);
-    await registerWebhook(api, { url: 'https://receiver.example.com/h', calculators: [calculator.id] });
-    const sent = [
-      t.http().get(`${API}/webhooks/nope`).set('x-ac-api-key', key),
-      t.http().post(`${API}/webhooks`).set('x-ac-api-key', key).send({ url: 'nope' }),
-      t.http().get(`${API}/me`).set('x-ac-api-key', altered),
-      t.http().post(`${API}/webhooks`).set('x-ac-api-key', key).set('content-type', 'application/json').send('{bad'),
-      t.http().get(`${API}/me`).set('x-ac-api-key', key).set('authorization', `Bearer ${key}`),
-      ...Array.from({ length: 3 }, () => t.http().get(`${API}/me`).set('x-ac-api-key', key)),
-    ];
-    const statuses = [];
-    for (const req of sent) statuses.push((await req).status);
-    expect(statuses).toEqual(expect.arrayContaining([404, 400, 401, 429]));
-    await waitFor(() => lines.some((l) => l.includes('429')), 5000, 'the log line of the 429');
-    expect(lines.length).toBeGreaterThan(sent.length);
-    for (const secret of [key, altered, key.slice(13)]) {
-      expect(lines.filter((line) => line.includes(secret))).toEqual([]);
-    }
   });
 });

@@ -108,6 +108,7 @@ describe('SIGTERM while Redis or Postgres is unreachable (built processes)', () 
   it('the api without its worker closes its Redis clients at once, without errors, while Redis is unreachable', async () => {
     const { process: p, redis, port } = await start('dist/main.js', { WORKER_ENABLED: 'false' });
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    expect(p.output()).toContain(`API reference: http://localhost:${port}/api/v1/docs`);
     await redis.stop();
     await waitFor(() => /ECONNREFUSED/.test(p.output()), 10_000, 'the process to find Redis gone');
     const exit = await terminate(p);

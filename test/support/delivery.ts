@@ -1,9 +1,10 @@
 import { Webhook } from 'standardwebhooks';
+import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import type { DeliveryDetailResponse, DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
 import type { SubmissionResponse } from '../../src/submissions/submission.serializer.js';
 import { client, expectJson, keysOf, registerWebhook, signingSecret, type Client } from './management-api.js';
 import { Receiver, waitFor, type Behaviour, type ReceivedRequest } from './receiver.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from './test-app.js';
+import { createCalculator, createTestApp, createWorkspace, freePort, type TestApp } from './test-app.js';
 
 /** The in-process worker with a schedule of milliseconds: 3 attempts in all, 1 s attempt timeout. */
 export const FAST_DELIVERY = {
@@ -14,11 +15,16 @@ export const FAST_DELIVERY = {
 };
 export const FAST_MAX_ATTEMPTS = 3;
 
-/** One app per test file with the fast in-process worker; receivers started through it close after each test. */
-export function useFastDeliveryApp() {
+/**
+ * One app per test file (or describe) with the fast in-process worker, `overrides` on top; receivers started
+ * through it close after each test. With `logLines`, the app's log lines land there instead of stdout.
+ */
+/** `METRICS_PORT: 'free'` in `overrides`: the app serves /metrics on a free port, at `env.metricsUrl`. */
+export function useFastDeliveryApp(overrides: Record<string, string> = {}, logLines?: string[]) {
   const receivers: Receiver[] = [];
   const env = {
     t: undefined as unknown as TestApp,
+    metricsUrl: '',
     startReceiver: async (behaviour?: Behaviour) => {
       const receiver = await Receiver.start(behaviour);
       receivers.push(receiver);
@@ -26,7 +32,16 @@ export function useFastDeliveryApp() {
     },
   };
   beforeAll(async () => {
-    env.t = await createTestApp(FAST_DELIVERY);
+    const settings: Record<string, string> = { ...FAST_DELIVERY, ...overrides };
+    if (settings.METRICS_PORT === 'free') {
+      settings.METRICS_PORT = String(await freePort());
+      env.metricsUrl = `http://127.0.0.1:${settings.METRICS_PORT}/metrics`;
+    }
+    env.t = await createTestApp(settings, (builder) =>
+      logLines
+        ? builder.overrideProvider(LOG_DESTINATION).useValue({ write: (line: string) => logLines.push(line) })
+        : builder,
+    );
   });
   afterEach(async () => {
     await Promise.all(receivers.splice(0).map((r) => r.close()));

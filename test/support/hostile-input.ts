@@ -14,6 +14,7 @@ const SNAPSHOT_SOURCES: Record<string, string> = {
   submissions: 'submissions',
   deliveries: 'deliveries',
   delivery_attempts: 'delivery_attempts',
+  recoveries: 'recoveries',
 };
 const SNAPSHOT_SQL = `SELECT json_build_object(${Object.entries(SNAPSHOT_SOURCES)
   .map(
@@ -76,11 +77,12 @@ export function closeAgent(): void {
   agent.destroy();
 }
 
-const CODES: Record<number, string> = {
-  400: 'bad_request',
+const CODES: Record<number, string | string[]> = {
+  400: ['bad_request', 'idempotency_key_reused'],
   401: 'not_authenticated',
   404: 'not_found',
   405: 'method_not_allowed',
+  409: 'idempotency_key_in_progress',
   413: 'payload_too_large',
   429: 'rate_limited',
 };
@@ -111,7 +113,7 @@ export function contractViolation(req: RawRequest, res: RawResponse): string | n
   if (Object.keys(body).join() !== 'error' || typeof error !== 'object' || error === null) {
     return `${res.status} body is not {error}: ${res.text.slice(0, 200)}`;
   }
-  if (error.code !== CODES[res.status]) return `${res.status} with code ${String(error.code)}`;
+  if (![CODES[res.status]].flat().includes(String(error.code))) return `${res.status} with code ${String(error.code)}`;
   if (typeof error.message !== 'string' || error.message === '') return `${res.status} without a message`;
   const extra = Object.keys(error).filter((k) => !['code', 'message', 'details'].includes(k));
   if (extra.length > 0) return `${res.status} error has extra members ${extra.join()}`;

@@ -158,7 +158,9 @@ export async function removeWebhook(api: Client, id: string): Promise<WebhookRes
 export async function signingSecret(api: Client, id: string): Promise<string> {
   const res = await api.get(`/webhooks/${id}/secret`);
   expectJson(res, 200);
-  expect(res.body).toEqual({ data: { key: expect.any(String) } });
+  expect(keysOf(res.body)).toEqual(['data']);
+  expect(keysOf(res.body.data)).toEqual(['key', 'previousKeyExpiresAt']);
+  expect(typeof res.body.data.key).toBe('string');
   return res.body.data.key as string;
 }
 

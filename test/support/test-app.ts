@@ -1,3 +1,4 @@
+import net from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { createId } from '@paralleldrive/cuid2';
@@ -42,7 +43,8 @@ export async function createTestDatabaseConfig(overrides: Record<string, string>
     QUEUE_PREFIX: `test-${dbName}`,
     WORKER_ENABLED: 'false',
     SEED_DEMO: 'false',
-    LOG_LEVEL: 'warn',
+    METRICS_PORT: '0', // the tests that read /metrics give it a free port
+    LOG_LEVEL: 'error', // 4xx lines are warnings: the tests make thousands
     RATE_LIMIT_PER_IP_PER_MINUTE: '0', // every test client is 127.0.0.1; the rate-limit tests turn it on
     ...overrides,
   });
@@ -97,6 +99,15 @@ export async function createTestApp(
   };
 }
 
+/** A second api replica: the same database, Redis and QUEUE_PREFIX as `t`. */
+export async function createReplica(t: TestApp): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  configureApp(app);
+  await app.init();
+  return app;
+}
+
 export async function createWorkspace(t: TestApp, name = 'Test workspace'): Promise<TestWorkspace> {
   const { workspace, key } = await t.app.get(WorkspacesService).create(name);
   return { workspace, key };
@@ -107,3 +118,12 @@ export function createCalculator(t: TestApp, workspaceId: string, name = 'Calcul
 }
 
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A TCP port free on 127.0.0.1 right now (for METRICS_PORT and the like). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

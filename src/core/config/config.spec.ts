@@ -23,7 +23,24 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads the section 7 durations with their defaults (5d, 10 failures, 30d) and units ms to d', () => {
+    const defaults = loadConfig({});
+    expect(defaults.webhookDisable).toEqual({ afterMs: 5 * 86_400_000, minFailures: 10 });
+    expect(defaults.deliveryRetentionMs).toBe(30 * 86_400_000);
+    const set = loadConfig({
+      WEBHOOK_DISABLE_AFTER: '0',
+      WEBHOOK_DISABLE_MIN_FAILURES: '3',
+      DELIVERY_RETENTION: '90m',
+    });
+    expect(set.webhookDisable).toEqual({ afterMs: 0, minFailures: 3 });
+    expect(set.deliveryRetentionMs).toBe(90 * 60_000);
+    expect(loadConfig({ DELIVERY_RETRY_SCHEDULE: '1d' }).retryScheduleMs).toEqual([86_400_000]);
+  });
+
   it.each([
+    ['WEBHOOK_DISABLE_AFTER', '5 days'],
+    ['WEBHOOK_DISABLE_MIN_FAILURES', '0'],
+    ['DELIVERY_RETENTION', '-1d'],
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://localhost/x'],

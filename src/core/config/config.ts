@@ -5,6 +5,9 @@ const bool = ({ value }: { value: unknown }) => (value === 'true' ? true : value
 const int = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
 
+const DURATION = /^\s*\d+(ms|s|m|h|d)?\s*$/;
+const DURATION_MESSAGE = 'must be a duration such as 30d, 12h, 90m (units ms, s, m, h, d; no unit = ms)';
+
 /** One rule, one message: `PORT=abc` is told the range, not three contradictory checks. */
 function IntRange(min: number, max: number): PropertyDecorator {
   const message = `must be an integer from ${min} to ${max}`;
@@ -70,8 +73,8 @@ export class EnvironmentVariables {
   @IntRange(100, 120000)
   DELIVERY_TIMEOUT_MS = 15000;
 
-  @Matches(/^\s*\d+(ms|s|m|h)?\s*(,\s*\d+(ms|s|m|h)?\s*)*$/, {
-    message: 'must be a comma-separated list of delays such as 5s,5m,30m,2h (units ms, s, m, h)',
+  @Matches(/^\s*\d+(ms|s|m|h|d)?\s*(,\s*\d+(ms|s|m|h|d)?\s*)*$/, {
+    message: 'must be a comma-separated list of delays such as 5s,5m,30m,2h (units ms, s, m, h, d)',
   })
   DELIVERY_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
 
@@ -89,6 +92,16 @@ export class EnvironmentVariables {
 
   @IsString()
   WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
+
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  WEBHOOK_DISABLE_AFTER = '5d';
+
+  @Transform(int)
+  @IntRange(1, 1000000)
+  WEBHOOK_DISABLE_MIN_FAILURES = 10;
+
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  DELIVERY_RETENTION = '30d';
 
   @Transform(int)
   @IntRange(1, 100000)
@@ -149,10 +162,17 @@ export interface AppConfig {
   /** Attempts in flight to one host:port across all workers; 0 = no cap. */
   maxInFlightPerDestination: number;
   allowPrivateTargets: boolean;
+  /**
+   * Automatic disabling of a failing webhook (DESIGN 7.1): disabled when a failed attempt makes the streak
+   * reach `minFailures` while the streak's first failure is older than `afterMs`; afterMs 0 = never.
+   */
+  webhookDisable: { afterMs: number; minFailures: number };
+  /** Ended deliveries (with their attempts) and ended recoveries older than this are deleted (DESIGN 7.7). */
+  deliveryRetentionMs: number;
   maxWebhooksPerWorkspace: number;
   seedDemo: boolean;
   logLevel: string;
-  /** Port of the worker process's /metrics server; 0 = off. The api serves /metrics on PORT. */
+  /** Port of this process's /metrics server (api and worker alike, never PORT); 0 = off. */
   metricsPort: number;
   /** Basic-auth credentials of the queue dashboard at /admin/queues; null = dashboard off. */
   adminCredentials: { user: string; password: string } | null;
@@ -162,13 +182,16 @@ export interface AppConfig {
 
 export class ConfigError extends Error {}
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60000, h: 3600000 };
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000 };
+
+/** `30d`, `12h`, `90m`, `5s`, `250ms` or a bare number of ms. */
+export function parseDuration(value: string): number {
+  const [, n, unit] = /^\s*(\d+)(ms|s|m|h|d)?\s*$/.exec(value)!;
+  return Number(n) * UNIT_MS[unit ?? 'ms'];
+}
 
 export function parseDurationList(value: string): number[] {
-  return value.split(',').map((part) => {
-    const [, n, unit] = /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(part)!;
-    return Number(n) * UNIT_MS[unit ?? 'ms'];
-  });
+  return value.split(',').map(parseDuration);
 }
 
 function optionalBool(name: string, value: string, fallback: boolean): boolean {
@@ -216,6 +239,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     deliveryLockMs: env.DELIVERY_LOCK_MS,
     maxInFlightPerDestination: env.DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION,
     allowPrivateTargets: optionalBool('WEBHOOK_ALLOW_PRIVATE_TARGETS', env.WEBHOOK_ALLOW_PRIVATE_TARGETS, devLike),
+    webhookDisable: {
+      afterMs: parseDuration(env.WEBHOOK_DISABLE_AFTER),
+      minFailures: env.WEBHOOK_DISABLE_MIN_FAILURES,
+    },
+    deliveryRetentionMs: parseDuration(env.DELIVERY_RETENTION),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),
     logLevel: env.LOG_LEVEL,

@@ -1,7 +1,10 @@
 import type { DataSourceOptions } from 'typeorm';
 import { ApiKeyEntity } from '../../auth/api-key.entity.js';
+import { CalculatorSubmissionCounterEntity } from '../../calculators/calculator-submission-counter.entity.js';
 import { CalculatorEntity } from '../../calculators/calculator.entity.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../../delivery/delivery.entity.js';
+import { RecoveryEntity } from '../../delivery/recovery.entity.js';
+import { IdempotencyKeyEntity } from '../../idempotency/idempotency-key.entity.js';
 import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '../../webhooks/webhook.entity.js';
 import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
@@ -10,17 +13,23 @@ import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-s
 import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
 import { BeginDeliveryAttempt1763910000000 } from './migrations/1763910000000-begin-delivery-attempt.js';
 import { AttemptLease1764100000000 } from './migrations/1764100000000-attempt-lease.js';
+import { OperateDeliveries1764200000000 } from './migrations/1764200000000-operate-deliveries.js';
+import { ClaimSkipsDisabled1764210000000 } from './migrations/1764210000000-claim-skips-disabled.js';
+import { CalculatorSubmissionCounters1764250000000 } from './migrations/1764250000000-calculator-submission-counters.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
   ApiKeyEntity,
   CalculatorEntity,
+  CalculatorSubmissionCounterEntity,
   WebhookEntity,
   WebhookCalculatorEntity,
   WebhookTriggerEntity,
   SubmissionEntity,
   DeliveryEntity,
   DeliveryAttemptEntity,
+  RecoveryEntity,
+  IdempotencyKeyEntity,
 ];
 
 export const MIGRATIONS = [
@@ -28,6 +37,9 @@ export const MIGRATIONS = [
   ApiKeyRevocationNotify1763900000000,
   BeginDeliveryAttempt1763910000000,
   AttemptLease1764100000000,
+  OperateDeliveries1764200000000,
+  ClaimSkipsDisabled1764210000000,
+  CalculatorSubmissionCounters1764250000000,
 ];
 
 /**

@@ -22,28 +22,50 @@ export const SUBMISSION_BOUND_WEBHOOKS = prepared(
 /**
  * SQL because only a data-modifying CTE makes it one statement, so one atomic write in one round trip:
  * bump the calculator's counters, insert the submission, and insert the outbox rows for webhooks still
- * active at commit time. Nothing is written when the calculator is not the workspace's.
+ * registered at commit time: `pending`, or `skipped` (ended at once, never queued) for a disabled one.
+ * Nothing is written when the calculator is not the workspace's. Returns the pending deliveries' ids.
+ *
+ * Counters: the calculator's row is only share-locked (a removal still waits for the submissions under
+ * way), and the count goes to one shard of calculator_submission_counters: the first one no other
+ * submission holds (SKIP LOCKED), else a new one (0 for the first, then this connection's among 1..15;
+ * ON CONFLICT cannot skip a lock, so it may wait, rarely). Locks are always taken calculator row first
+ * (the shard lookup waits for `calc`), then one shard, so submissions and removals cannot deadlock.
  */
 export const SUBMISSION_WITH_OUTBOX = prepared(
   'submission_insert_with_outbox',
   `
   WITH calc AS (
-    UPDATE calculators SET submissions_count = submissions_count + 1, last_submission_at = $4
-    WHERE id = $2 AND workspace_id = $3 AND removed_at IS NULL
-    RETURNING id
+    SELECT id FROM calculators WHERE id = $2 AND workspace_id = $3 AND removed_at IS NULL FOR SHARE
+  ), free_shard AS (
+    SELECT shard FROM calculator_submission_counters WHERE calculator_id = (SELECT id FROM calc)
+    ORDER BY shard LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED
+  ), bumped AS (
+    UPDATE calculator_submission_counters k
+    SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, $4)
+    FROM free_shard f WHERE k.calculator_id = $2 AND k.shard = f.shard
+  ), added AS (
+    INSERT INTO calculator_submission_counters AS k (calculator_id, shard, count, last_submission_at)
+    SELECT id, CASE WHEN EXISTS (SELECT FROM calculator_submission_counters e WHERE e.calculator_id = calc.id)
+                    THEN 1 + pg_backend_pid() % 15 ELSE 0 END, 1, $4
+    FROM calc WHERE NOT EXISTS (SELECT FROM free_shard)
+    ON CONFLICT (calculator_id, shard) DO UPDATE
+      SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, EXCLUDED.last_submission_at)
   ), sub AS (
     INSERT INTO submissions (id, workspace_id, calculator_id, finished, data, meta, created_at, updated_at)
     SELECT $1, $3, calc.id, $5, $6, $7, $4, $4 FROM calc
     RETURNING id
   ), outbox AS (
-    INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, status, max_attempts, next_attempt_at,
-                            created_at, updated_at)
-    SELECT d.id, $3, d.webhook_id, sub.id, 'pending', $10, $4, $4, $4
+    INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
+                            next_attempt_at, created_at, updated_at, completed_at)
+    SELECT d.id, $3, d.webhook_id, sub.id, $2, CASE WHEN w.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
+           $10, CASE WHEN w.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
+           CASE WHEN w.disabled_at IS NOT NULL THEN $4::timestamptz END
     FROM sub CROSS JOIN unnest($8::varchar[], $9::varchar[]) AS d(id, webhook_id)
     JOIN webhooks w ON w.id = d.webhook_id AND w.removed_at IS NULL
-    RETURNING id
+    RETURNING id, status
   )
-  SELECT (SELECT count(*) FROM sub)::int AS created, ARRAY(SELECT id FROM outbox) AS delivery_ids`,
+  SELECT (SELECT count(*) FROM sub)::int AS created,
+         ARRAY(SELECT id FROM outbox WHERE status = 'pending') AS delivery_ids`,
 );
 
 // --- Delivery attempts (the worker, per attempt) ---
@@ -59,9 +81,18 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
 
 /**
  * SQL because every attempt finished since the last write goes in one statement (group commit, from
- * arrays): an insert per attempt plus an update per delivery through the ORM would be 2n round trips.
- * The update only applies to the attempt the delivery is at, so a stale duplicate cannot overwrite a
- * newer result.
+ * arrays): an insert per attempt plus an update per delivery and per webhook through the ORM would be
+ * 3n round trips. The update only applies to the attempt the delivery is at, so a stale duplicate cannot
+ * overwrite a newer result; a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
+ * Each webhook of the batch is written once (its health, DESIGN 7.1): the recorded attempts are folded
+ * in attempt order into its failure streak, and it is disabled on a 410 (`gone`) or when the streak reaches
+ * $14 failures while its first failure is older than $15 ms (`failing`; 0 = never). The webhook rows are
+ * locked first, in id order (the one-time filter on `updated` runs `locked` before any delivery is
+ * touched), as DELETE and disable lock the webhook before its deliveries: no two writers can deadlock.
+ * The streak is read from `locked`, which returns each row as it is once locked (the statement's snapshot
+ * may predate a batch that committed meanwhile).
+ * Rows: `delivery` (id, its status) per recorded attempt, `disabled` (webhook id, reason, workspace) per
+ * webhook this batch disabled.
  */
 export const ATTEMPT_RECORD = prepared(
   'delivery_record_attempts',
@@ -69,9 +100,13 @@ export const ATTEMPT_RECORD = prepared(
   WITH input AS (
     SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::int[], $4::varchar[], $5::timestamptz[], $6::int[],
                          $7::int[], $8::text[], $9::text[], $10::boolean[], $11::varchar[], $12::timestamptz[],
-                         $13::timestamptz[])
+                         $13::timestamptz[]) WITH ORDINALITY
       AS i(delivery_id, attempt_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body,
-           error, succeeded, status, next_attempt_at, finished_at)
+           error, succeeded, status, next_attempt_at, finished_at, ord)
+  ), locked AS (
+    SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at FROM webhooks w
+    WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id)
+    ORDER BY w.id FOR NO KEY UPDATE
   ), attempt AS (
     INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
                                    response_body, error, succeeded)
@@ -80,17 +115,51 @@ export const ATTEMPT_RECORD = prepared(
     FROM input
   ), updated AS (
     UPDATE deliveries d SET
-      status = CASE WHEN d.status = 'cancelled' AND i.status = 'pending' THEN 'cancelled' ELSE i.status END,
-      next_attempt_at = CASE WHEN d.status = 'cancelled' THEN NULL ELSE i.next_attempt_at END,
-      completed_at = CASE WHEN d.status = 'cancelled' AND i.status = 'pending' THEN d.completed_at
+      status = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.status ELSE i.status END,
+      next_attempt_at = CASE WHEN d.status IN ('cancelled', 'skipped') THEN NULL ELSE i.next_attempt_at END,
+      completed_at = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.completed_at
                           WHEN i.status = 'pending' THEN NULL ELSE i.finished_at END,
       attempt_count = i.attempt_number, last_attempt_at = i.started_at, last_status_code = i.status_code,
       last_error = i.error, updated_at = i.finished_at, lease_until = NULL
     FROM input i
-    WHERE d.id = i.delivery_id AND d.attempt_count = i.attempt_number - 1
-    RETURNING d.id, d.status
+    WHERE d.id = i.delivery_id AND d.attempt_count = i.attempt_number - 1 AND (SELECT count(*) FROM locked) >= 0
+    RETURNING d.id, d.status, d.webhook_id, i.ord, i.started_at, i.succeeded, i.status_code, i.error
+  ), ordered AS (
+    SELECT u.*, max(u.ord) FILTER (WHERE u.succeeded) OVER (PARTITION BY u.webhook_id) AS success_ord FROM updated u
+  ), batch AS (
+    SELECT o.webhook_id, max(o.started_at) AS last_attempt_at,
+           max(o.started_at) FILTER (WHERE o.succeeded) AS last_success_at,
+           bool_or(o.succeeded) AS reset, bool_or(o.status_code = 410) AS gone,
+           count(*) FILTER (WHERE o.ord > COALESCE(o.success_ord, 0)) AS failures,
+           min(o.started_at) FILTER (WHERE o.ord > COALESCE(o.success_ord, 0)) AS first_failure,
+           (array_agg(o.error ORDER BY o.ord DESC) FILTER (WHERE NOT o.succeeded))[1] AS last_error
+    FROM ordered o GROUP BY o.webhook_id
+  ), streak AS (
+    SELECT b.*, CASE WHEN b.reset THEN b.failures ELSE w.consecutive_failures + b.failures END AS failures_now,
+           CASE WHEN b.failures = 0 THEN NULL WHEN b.reset THEN b.first_failure
+                ELSE COALESCE(w.failing_since, b.first_failure) END AS failing_since,
+           w.disabled_at IS NULL AND w.removed_at IS NULL AS active
+    FROM batch b JOIN locked w ON w.id = b.webhook_id
+  ), decided AS (
+    SELECT s.*, CASE WHEN NOT s.active THEN NULL WHEN s.gone THEN 'gone'
+                     WHEN $15::bigint > 0 AND s.failures > 0 AND s.failures_now >= $14::int
+                          AND s.failing_since < now() - make_interval(secs => $15::bigint / 1000.0) THEN 'failing'
+                END AS disable
+    FROM streak s
+  ), health AS (
+    UPDATE webhooks w SET
+      consecutive_failures = d.failures_now, failing_since = d.failing_since,
+      last_attempt_at = GREATEST(w.last_attempt_at, d.last_attempt_at),
+      last_success_at = GREATEST(w.last_success_at, d.last_success_at),
+      last_error = COALESCE(d.last_error, w.last_error),
+      disabled_at = CASE WHEN d.disable IS NULL THEN w.disabled_at ELSE now() END,
+      disabled_reason = COALESCE(d.disable, w.disabled_reason)
+    FROM decided d WHERE w.id = d.webhook_id
+    RETURNING w.id, w.workspace_id, d.disable
   )
-  SELECT id, status FROM updated`,
+  SELECT 'delivery' AS kind, id, status, NULL AS workspace_id FROM updated
+  UNION ALL
+  SELECT 'disabled', id, disable, workspace_id FROM health WHERE disable IS NOT NULL`,
 );
 
 // --- Locks (advisory locks have no ORM API) ---
@@ -129,6 +198,60 @@ export const WEBHOOKS_LIST = prepared(
    GROUP BY w.id
    ORDER BY w.created_at, w.id`,
 );
+
+/**
+ * SQL because the page's submission counts are summed from their shards in the same round trip with one
+ * index scan for the whole page (ANY of its ids): the ORM's per-row subqueries cost the list ~10x in Postgres.
+ * Columns are named as CalculatorEntity's properties.
+ */
+export const CALCULATORS_LIST = prepared(
+  'calculators_list',
+  `WITH page AS MATERIALIZED (
+     SELECT id, workspace_id, folder_id, name, slug, status, elements, layouts, variables, submit_actions, theme_id,
+            template_visibility, template_calculator_id, clones_count, impressions_count, last_impression_at,
+            new_element_count, created_at, updated_at, removed_at
+     FROM calculators WHERE workspace_id = $1 AND removed_at IS NULL
+     ORDER BY created_at, id LIMIT $2 OFFSET $3
+   )
+   SELECT p.id, p.workspace_id AS "workspaceId", p.folder_id AS "folderId", p.name, p.slug, p.status, p.elements,
+     p.layouts, p.variables, p.submit_actions AS "submitActions", p.theme_id AS "themeId",
+     p.template_visibility AS "templateVisibility", p.template_calculator_id AS "templateCalculatorId",
+     p.clones_count AS "clonesCount", p.impressions_count AS "impressionsCount",
+     p.last_impression_at AS "lastImpressionAt", coalesce(k.count, 0)::int AS "submissionsCount",
+     k.last_submission_at AS "lastSubmissionAt", p.new_element_count AS "newElementCount",
+     p.created_at AS "createdAt", p.updated_at AS "updatedAt", p.removed_at AS "removedAt"
+   FROM page p
+   LEFT JOIN (
+     SELECT calculator_id, sum(count) AS count, max(last_submission_at) AS last_submission_at
+     FROM calculator_submission_counters WHERE calculator_id = ANY (ARRAY(SELECT id FROM page))
+     GROUP BY calculator_id
+   ) k ON k.calculator_id = p.id
+   ORDER BY p.created_at, p.id`,
+);
+
+// --- Idempotency keys (every POST that carries one) ---
+
+/**
+ * SQL because the claim must be one atomic statement across api replicas: insert the key, or take over
+ * a row that has expired, or a claim of the same request whose process died before it answered (no
+ * answer after `$7` ms). Returns the claim's created_at (the claim token), or no row when another
+ * request holds or answered the key.
+ */
+export const IDEMPOTENCY_CLAIM = `
+  INSERT INTO idempotency_keys AS k (workspace_id, key, method, path, body_hash, expires_at)
+  VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::double precision / 1000))
+  ON CONFLICT (workspace_id, key) DO UPDATE
+    SET method = EXCLUDED.method, path = EXCLUDED.path, body_hash = EXCLUDED.body_hash, status_code = NULL,
+        response_body = NULL, created_at = now(), completed_at = NULL, expires_at = EXCLUDED.expires_at
+    WHERE k.expires_at <= now()
+       OR (k.status_code IS NULL AND k.created_at <= now() - make_interval(secs => $7::double precision / 1000)
+           AND k.method = EXCLUDED.method AND k.path = EXCLUDED.path AND k.body_hash = EXCLUDED.body_hash)
+  RETURNING k.created_at`;
+
+/** SQL because DELETE has no LIMIT: one small batch of expired keys (by the expires_at index). */
+export const IDEMPOTENCY_PURGE_BATCH = `
+  DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM idempotency_keys WHERE expires_at <= now() LIMIT $1))`;
 
 // --- Metrics ---
 

@@ -1,5 +1,7 @@
 export type ErrorCode =
   | 'bad_request'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_progress'
   | 'not_authenticated'
   | 'not_found'
   | 'method_not_allowed'

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Injectable, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
+import { redactKeys } from '../logging/log-redaction.js';
 import { ApiError } from './api-error.js';
 import { isDatabaseUnavailable } from './database-unavailable.js';
 import { RouteMethods } from './route-methods.js';
@@ -32,14 +33,16 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (exception instanceof ApiError) return exception;
     if (exception instanceof HttpException) return this.fromHttpException(exception, req);
     if (isDatabaseUnavailable(exception)) {
-      this.logger.warn(`Database unavailable on ${req.method} ${fullPath(req)}: ${(exception as Error).message}`);
+      this.logger.warn(
+        `Database unavailable on ${req.method} ${redactKeys(fullPath(req))}: ${(exception as Error).message}`,
+      );
       return new ApiError(503, 'unavailable', 'The service is temporarily unavailable; retry shortly', undefined, {
         'Retry-After': '5',
       });
     }
     const requestId = String(req.id ?? randomUUID()); // set by the request logger, echoed in x-request-id
     this.logger.error(
-      `Unhandled error ${requestId} on ${req.method} ${fullPath(req)}`,
+      `Unhandled error ${requestId} on ${req.method} ${redactKeys(fullPath(req))}`,
       exception instanceof Error ? exception.stack : String(exception),
     );
     return new ApiError(500, 'internal_server_error', `Internal server error (request ${requestId})`);

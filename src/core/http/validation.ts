@@ -1,4 +1,4 @@
-import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type PipeTransform, type ValidationError } from '@nestjs/common';
 import { ApiError, type ErrorDetail } from './api-error.js';
 
 function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
@@ -66,4 +66,18 @@ export function createValidationPipe(): ValidationPipe {
       return ApiError.badRequest(message || 'Invalid request body', details);
     },
   });
+}
+
+/**
+ * For an operation that takes no body (DESIGN 7: unknown fields are a 400): nothing, `{}` or no body
+ * at all passes; any field is refused by name, as the DTO pipe refuses a field no DTO has.
+ */
+export class NoBodyPipe implements PipeTransform {
+  transform(value: unknown): undefined {
+    if (value === undefined || value === null) return undefined;
+    if (!isPlainObject(value)) throw ApiError.invalidField('body', 'this operation takes no body, or an empty object');
+    const [field] = Object.keys(value);
+    if (field !== undefined) throw ApiError.invalidField(field, `property ${field} should not exist`);
+    return undefined;
+  }
 }

@@ -1,25 +1,92 @@
-import { Global, Module } from '@nestjs/common';
-import type { DestinationStream } from 'pino';
+import { Module } from '@nestjs/common';
+import type { Request } from 'express';
+import { LoggerModule, type Params } from 'nestjs-pino';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pino, type DestinationStream, type Level } from 'pino';
+import type { Options } from 'pino-http';
+import type { AuthenticatedRequest } from '../../auth/current-workspace.decorator.js';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
-import { AppLogger } from './app-logger.js';
-import { createPinoLogger } from './pino-logger.js';
+import { requestRoute } from '../http/request-route.js';
+import { redactKeys, redactMessage, redactUrl } from './log-redaction.js';
+import { prettyTransport } from './pretty-transport.js';
 
 /** Where log lines go; undefined = stdout. Tests override it to read the lines. */
 export const LOG_DESTINATION = Symbol('LOG_DESTINATION');
 
-/** The process's logger; entrypoints pass it to `app.useLogger` so Nest's Logger writes through it. */
-@Global()
+const REQUEST_ID_HEADER = 'x-request-id';
+// An incoming id is kept only when it is short and plain, so a client cannot inject into log lines.
+const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// Probes come every few seconds; their lines appear only at LOG_LEVEL=debug.
+const QUIET_PATHS = new Set(['/healthz', '/readyz']);
+
+type HttpRequest = IncomingMessage & Partial<Request & AuthenticatedRequest>;
+
+function requestId(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers[REQUEST_ID_HEADER];
+  const usable =
+    typeof incoming === 'string' && ACCEPTED_REQUEST_ID.test(incoming) && redactKeys(incoming) === incoming;
+  const id = usable ? incoming : randomUUID();
+  res.setHeader(REQUEST_ID_HEADER, id);
+  return id;
+}
+
+function level(req: HttpRequest, res: ServerResponse): Level {
+  if (QUIET_PATHS.has(req.path ?? '')) return 'debug';
+  if (res.statusCode >= 500) return 'error';
+  return res.statusCode >= 400 ? 'warn' : 'info';
+}
+
+const requestLine = (req: HttpRequest, res: ServerResponse) =>
+  `${req.method} ${redactUrl(req.originalUrl ?? req.url ?? '')} ${res.writableFinished ? res.statusCode : 'aborted by the client'}`;
+
+const endProps = (req: HttpRequest, res: ServerResponse) =>
+  res.headersSent
+    ? { route: requestRoute(req as Request), ...(req.workspace ? { workspaceId: req.workspace.id } : {}) }
+    : {};
+
+/** pino-http's options: one JSON line per request once it ends, credentials censored wherever they appear. */
+function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
+  const transport = destination ? undefined : prettyTransport(config);
+  const options: Options<HttpRequest, ServerResponse> = {
+    level: config.logLevel,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    // Any field named `secret` (a webhook's signing secret) is never written.
+    redact: { paths: ['secret', '*.secret', '*.*.secret'], censor: '[Redacted]' },
+    ...(transport ? { transport } : { formatters: { level: (label: string) => ({ level: label }) } }),
+    // The request's params are the logging middleware's own wildcard (`splat`): `route` says more.
+    serializers: { req: ({ params: _params, ...req }) => redactMessage(req), res: redactMessage },
+    genReqId: requestId,
+    customLogLevel: level,
+    // The route and the workspace are known only at the end: added to the request's line there, not bound
+    // with customProps (which makes two more child loggers per request, each serializing its bindings).
+    customSuccessObject: (req, res, line: Record<string, unknown>) => ({ ...line, ...endProps(req, res) }),
+    customSuccessMessage: (req, res, responseTime) => `${requestLine(req, res)} ${responseTime}ms`,
+    customErrorMessage: (req, res) => requestLine(req, res),
+    // The error pino-http makes up for a 5xx is only its status: its stack says nothing.
+    customErrorObject: (req, res, error, line: Record<string, unknown>) => ({
+      ...line,
+      ...endProps(req, res),
+      err: undefined,
+      error: error.message,
+    }),
+  };
+  return { pinoHttp: (destination ? [options, destination] : options) as Params['pinoHttp'] };
+}
+
+/**
+ * The process's logger (nestjs-pino): Nest's Logger writes through it, and it logs every request.
+ * nestjs-pino keeps one root logger per process: the first app built in a process sets its level and
+ * destination.
+ */
 @Module({
-  providers: [
-    { provide: LOG_DESTINATION, useValue: undefined },
-    {
-      provide: AppLogger,
+  imports: [
+    LoggerModule.forRootAsync({
+      providers: [{ provide: LOG_DESTINATION, useValue: undefined }],
       inject: [APP_CONFIG, LOG_DESTINATION],
-      useFactory: (config: AppConfig, destination?: DestinationStream) =>
-        new AppLogger(createPinoLogger(config, destination)),
-    },
+      useFactory: (config: AppConfig, destination?: DestinationStream) => loggerParams(config, destination),
+    }),
   ],
-  exports: [AppLogger],
 })
 export class LoggingModule {}

@@ -1,39 +1,89 @@
-import { Global, Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import type { EventEmitter } from 'node:events';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 
-const COMMAND_TIMEOUT_MS = 500;
+// A request never waits long on Redis: without an offline queue a command fails at once while it is away.
+const FAIL_FAST = { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500 } satisfies RedisOptions;
+
+/** Every Redis connection of a process, by name, and what each needs beyond the shared policy. */
+const CONNECTIONS = {
+  // Auto-pipelining: concurrent requests' counts go to Redis in one write instead of one syscall each.
+  'rate-limit': { ...FAIL_FAST, enableAutoPipelining: true },
+  health: FAIL_FAST,
+  // The delivery queue's producer: an enqueue fails fast, as Postgres holds the delivery and the sweeper
+  // enqueues it once Redis is back.
+  queue: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+  // BullMQ's consumer: its blocking commands wait through a reconnect instead of failing.
+  worker: { maxRetriesPerRequest: null },
+  // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
+  'destination-limiter': { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
+} satisfies Record<string, RedisOptions>;
+
+export type RedisConnectionName = keyof typeof CONNECTIONS;
+
+/** ioredis options with the url; the retry strategy never null, as BullMQ's options type wants. */
+type ConnectionOptions = Omit<RedisOptions, 'retryStrategy'> & {
+  url: string;
+  retryStrategy: (times: number) => number;
+};
+
+// The same error again within this time is not logged again: a reconnect loop fails every 2 s.
+const REPEAT_LOG_MS = 60_000;
 
 /**
- * The api's Redis connections, one per name (rate limits, health), on REDIS_URL. No offline queue:
- * while Redis is away a command fails at once instead of holding a request until it returns.
- * (The delivery queue and destination limiter keep their own connections in src/delivery.)
+ * Redis on REDIS_URL for the whole process, with one retry policy (reconnect after 200 ms, backing off
+ * to 2 s, forever) and one error policy (a connection error is logged once, naming REDIS_URL, until it
+ * changes or the connection is back). Clients made here close when the application shuts down, after
+ * every module's own shutdown (the worker's attempts release their slots first).
  */
 @Injectable()
-export class RedisClients implements OnModuleDestroy {
-  private readonly clients = new Map<string, Redis>();
+export class RedisClients implements OnApplicationShutdown {
+  private readonly logger = new Logger('Redis');
+  private readonly clients = new Map<RedisConnectionName, Redis>();
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
-  get(name: string): Redis {
+  /** Options for a connection its user makes and owns (BullMQ's Worker makes its blocking one from them). */
+  options(name: RedisConnectionName): ConnectionOptions {
+    return {
+      ...CONNECTIONS[name],
+      url: this.config.redisUrl,
+      connectionName: name,
+      connectTimeout: 2_000,
+      retryStrategy: (times: number) => Math.min(times * 200, 2_000),
+    };
+  }
+
+  /** The process's one client of that name, made on first use. */
+  get(name: RedisConnectionName): Redis {
     let client = this.clients.get(name);
     if (!client) {
-      client = new Redis(this.config.redisUrl, {
-        connectionName: name,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: COMMAND_TIMEOUT_MS,
-        connectTimeout: 2_000,
-        retryStrategy: (times) => Math.min(times * 200, 2_000),
-      });
-      client.on('error', () => undefined); // each user reports failures of its own commands
+      const { url, ...options } = this.options(name);
+      client = new Redis(url, options);
+      this.logErrors(name, client);
       this.clients.set(name, client);
     }
     return client;
   }
 
-  onModuleDestroy(): void {
+  /** Logs the connection errors an emitter reports (a client, or a BullMQ Queue or Worker). */
+  logErrors(name: RedisConnectionName, emitter: EventEmitter): void {
+    let last = { message: '', at: 0 };
+    emitter.on('error', (error: Error) => {
+      const now = Date.now();
+      if (error.message === last.message && now - last.at < REPEAT_LOG_MS) return;
+      last = { message: error.message, at: now };
+      this.logger.warn({ redis: name, msg: `Redis (REDIS_URL) connection error: ${error.message}` });
+    });
+    emitter.on('ready', () => {
+      if (last.message !== '') this.logger.log({ redis: name, msg: 'Redis (REDIS_URL) connection back' });
+      last = { message: '', at: 0 };
+    });
+  }
+
+  onApplicationShutdown(): void {
     for (const client of this.clients.values()) client.disconnect();
   }
 }

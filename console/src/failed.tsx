@@ -1,0 +1,57 @@
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { time } from './format.js';
+import { href } from './router.js';
+import { Field, Fields, Heading, LoadError, StatusBadge, useLoad } from './ui.js';
+
+const PAGE = 20;
+
+/** The workspace's failed deliveries across all webhooks, newest first (GET /deliveries?status=failed). */
+export function FailedView() {
+  // cursors[i] opens page i; the first page has none.
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
+  const page = useLoad(() => api.workspaceDeliveries({ status: 'failed', limit: PAGE, cursor }), [cursor]);
+  const webhooks = useLoad(api.webhooks, []);
+  const webhookName = (id: string) => {
+    if (!webhooks.data) return id;
+    const webhook = webhooks.data.find((w) => w.id === id);
+    return webhook ? webhook.name || webhook.url : `${id} (removed)`;
+  };
+
+  return (
+    <main>
+      <Heading>Failed deliveries</Heading>
+      <p>Every webhook's failed deliveries, newest first, including those of removed webhooks.</p>
+      <LoadError error={page.error} />
+      {page.data?.data.length === 0 && <p>No failed deliveries.</p>}
+      <ul class="cards compact" aria-label="Failed deliveries">
+        {page.data?.data.map((d) => (
+          <li key={d.id} class="card">
+            <a href={href.workspaceDelivery(d.id)}>
+              <StatusBadge status={d.status} /> {time(d.createdAt)}
+            </a>
+            <Fields>
+              <Field label="Webhook">{webhookName(d.webhookId)}</Field>
+              <Field label="Attempts">{d.attemptCount}</Field>
+              <Field label="Last status code">{d.lastStatusCode ?? 'none'}</Field>
+              {d.lastError && <Field label="Last error">{d.lastError}</Field>}
+            </Fields>
+          </li>
+        ))}
+      </ul>
+      <nav class="pager" aria-label="Failed delivery pages">
+        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button
+          type="button"
+          disabled={!page.data?.nextCursor}
+          onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}
+        >
+          Older
+        </button>
+      </nav>
+    </main>
+  );
+}

@@ -1,0 +1,31 @@
+import { REDACTED, redactKeys, redactMessage, redactUrl } from './log-redaction.js';
+
+const KEY = 'ack_1a2b3c4d_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfG';
+
+describe('log redaction', () => {
+  it('censors a key-shaped string anywhere in a text, percent-encoded or not', () => {
+    expect(redactKeys(`/api/v1/webhooks/${KEY}`)).toBe(`/api/v1/webhooks/${REDACTED}`);
+    expect(redactKeys('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=')).toBe(REDACTED);
+    expect(redactKeys(KEY.replaceAll('_', '%5F'))).toBe(REDACTED);
+    expect(redactKeys('/api/v1/webhooks/wh_123')).toBe('/api/v1/webhooks/wh_123');
+  });
+
+  it('censors credential-named query parameters and key-shaped values in a URL', () => {
+    expect(redactUrl(`/me?api_key=x&limit=5&X-AC-API-KEY=y&access_token=z`)).toBe(
+      `/me?api_key=${REDACTED}&limit=5&X-AC-API-KEY=${REDACTED}&access_token=${REDACTED}`,
+    );
+    expect(redactUrl(`/me?q=${KEY}&${KEY}`)).toBe(`/me?q=${REDACTED}&${REDACTED}`);
+    expect(redactUrl('/webhooks?limit=5')).toBe('/webhooks?limit=5');
+  });
+
+  it('censors credential-named headers and key-shaped text in the others, leaving the original alone', () => {
+    const headers = { 'x-api-key': KEY, cookie: 'a=b', 'x-note': `see ${KEY}`, accept: 'application/json' };
+    const message = { url: `/webhooks/${KEY}`, headers, query: { token: 'x', q: KEY, limit: '5' } };
+    expect(redactMessage(message)).toEqual({
+      url: `/webhooks/${REDACTED}`,
+      headers: { 'x-api-key': REDACTED, cookie: REDACTED, 'x-note': `see ${REDACTED}`, accept: 'application/json' },
+      query: { token: REDACTED, q: REDACTED, limit: '5' },
+    });
+    expect(headers['x-api-key']).toBe(KEY);
+  });
+});

@@ -1,0 +1,35 @@
+import { createHash } from 'node:crypto';
+import { ApiError } from '../core/http/api-error.js';
+import { isCuid2 } from '../core/ids.js';
+
+/** A position in a workspace's delivery log: the last delivery of a page, in (created_at, id) order. */
+export interface LogPosition {
+  createdAt: Date;
+  id: string;
+}
+
+const CURSOR_PATTERN = /^(\d{1,15})\.([a-z0-9]{1,32})\.([A-Za-z0-9_-]{16})$/;
+
+// The cursor only positions within the caller's own workspace (every query is scoped to it), so it
+// needs no secret: the digest binds it to the workspace, catching edits and cursors of another one.
+const digest = (workspaceId: string, ms: number, id: string): string =>
+  createHash('sha256').update(`${workspaceId}.${ms}.${id}`).digest('base64url').slice(0, 16);
+
+export function encodeCursor(workspaceId: string, { createdAt, id }: LogPosition): string {
+  const ms = createdAt.getTime();
+  return Buffer.from(`${ms}.${id}.${digest(workspaceId, ms, id)}`).toString('base64url');
+}
+
+/** The position a cursor names; a cursor that is not one this workspace was given is a 400 naming it. */
+export function decodeCursor(workspaceId: string, raw: unknown): LogPosition | undefined {
+  if (raw === undefined) return undefined;
+  const text = typeof raw === 'string' && /^[A-Za-z0-9_-]{1,200}$/.test(raw) ? Buffer.from(raw, 'base64url') : null;
+  const match = text ? CURSOR_PATTERN.exec(text.toString('latin1')) : null;
+  if (!match || !isCuid2(match[2]) || digest(workspaceId, Number(match[1]), match[2]) !== match[3]) {
+    throw ApiError.invalidField(
+      'cursor',
+      'is not a cursor of this workspace: pass nextCursor of the previous page as it is',
+    );
+  }
+  return { createdAt: new Date(Number(match[1])), id: match[2] };
+}

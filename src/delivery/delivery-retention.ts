@@ -1,0 +1,86 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+
+const BATCH = 1000;
+// Between two deletes: the worker's own writes to these tables never queue behind a long run of them.
+const BATCH_PAUSE_MS = 50;
+
+/*
+ * SQL, as the ORM cannot say DELETE ... WHERE id IN (... FOR UPDATE SKIP LOCKED). Each statement is its
+ * own short transaction over at most BATCH rows read through the ended-rows index (completed_at IS NOT
+ * NULL, so never a pending delivery); rows another transaction holds (a retry taking a delivery back,
+ * another worker's retention) are skipped, not waited for. Attempts go with their delivery (FK cascade).
+ */
+const DELETE_ENDED_DELIVERIES = `
+  DELETE FROM deliveries WHERE id IN (
+    SELECT id FROM deliveries
+    WHERE completed_at < now() - make_interval(secs => $1::float / 1000) AND status <> 'pending'
+    ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+const DELETE_ENDED_RECOVERIES = `
+  DELETE FROM recoveries WHERE id IN (
+    SELECT id FROM recoveries
+    WHERE completed_at < now() - make_interval(secs => $1::float / 1000) AND status <> 'running'
+    ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+
+/**
+ * Retention (DESIGN 7.7): deliveries that ended more than DELIVERY_RETENTION ago are deleted with their
+ * attempts, and ended recoveries likewise, in small batches each SWEEP_INTERVAL_MS. Submissions stay.
+ */
+@Injectable()
+export class DeliveryRetention implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('DeliveryRetention');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<number>;
+  private stopping = false;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.purgeOnce(), this.config.sweepIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Deletes what retention lets go; returns how many rows (deliveries and recoveries) it deleted. */
+  purgeOnce(): Promise<number> {
+    this.running ??= this.purge().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async purge(): Promise<number> {
+    let deleted = 0;
+    try {
+      for (const statement of [DELETE_ENDED_DELIVERIES, DELETE_ENDED_RECOVERIES]) {
+        deleted += await this.deleteInBatches(statement);
+      }
+    } catch (error) {
+      this.logger.warn(`Retention pass failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
+    }
+    return deleted;
+  }
+
+  private async deleteInBatches(statement: string): Promise<number> {
+    let deleted = 0;
+    while (!this.stopping) {
+      const [, count] = (await this.dataSource.query(statement, [this.config.deliveryRetentionMs, BATCH])) as [
+        unknown,
+        number,
+      ];
+      deleted += count;
+      if (count < BATCH) break;
+      await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+    }
+    return deleted;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

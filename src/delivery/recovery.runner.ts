@@ -1,0 +1,188 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { WebhookEntity } from '../webhooks/webhook.entity.js';
+import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from './delivery-queue.js';
+import { DeliveryEntity } from './delivery.entity.js';
+import { RECOVERABLE_STATUSES, RecoveryEntity } from './recovery.entity.js';
+
+const BATCH = 500;
+// Between two batches of one recovery: a large recovery leaves room to the deliveries it queued.
+const BATCH_PAUSE_MS = 50;
+/*
+ * How often a worker looks for running recoveries. A poll rather than a queue job: the look is one
+ * read of the small partial index recoveries_running_idx, it needs no new kind of job in the deliveries
+ * queue (which a worker of the previous version would take for a delivery during a rolling deploy), and
+ * a recovery created while Redis is away still starts.
+ */
+const POLL_MS = 1_000;
+
+type BatchOutcome = 'more' | 'done' | 'idle';
+
+/**
+ * Carries out recoveries (DESIGN 7.3) in batches. Each batch is one transaction: it takes the recovery
+ * row (SKIP LOCKED, so workers share recoveries instead of repeating each other's batch), requeues the
+ * next failed or skipped deliveries after its cursor and moves the cursor past them; the jobs are
+ * enqueued after commit. A crash resumes at the cursor, so no delivery is requeued twice by one
+ * recovery, and a crash before the enqueue leaves pending deliveries the sweeper enqueues.
+ */
+@Injectable()
+export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('RecoveryRunner');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopping = false;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly queue: DeliveryQueue,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.runOnce(), Math.min(POLL_MS, this.config.sweepIntervalMs));
+    this.timer.unref();
+  }
+
+  /** One batch of each running recovery in turn, until none has more to do now. */
+  runOnce(): Promise<void> {
+    this.running ??= this.run().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      let progressed = true;
+      while (progressed && !this.stopping) {
+        progressed = false;
+        const ids = await this.runningIds();
+        for (const id of ids) {
+          if (this.stopping) break;
+          if ((await this.batch(id)) === 'more') progressed = true;
+        }
+        if (progressed) await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+      }
+    } catch (error) {
+      this.logger.warn(`Recovery pass failed, next in ${POLL_MS} ms: ${(error as Error).message}`);
+    }
+  }
+
+  private async runningIds(): Promise<string[]> {
+    const rows = await this.dataSource
+      .getRepository(RecoveryEntity)
+      .find({ select: { id: true }, where: { status: 'running' }, order: { createdAt: 'ASC' }, take: 100 });
+    return rows.map((r) => r.id);
+  }
+
+  private async batch(recoveryId: string): Promise<BatchOutcome> {
+    const { outcome, jobs } = await this.dataSource.transaction((manager) => this.requeueBatch(manager, recoveryId));
+    await this.queue.enqueue(jobs, 'manual');
+    if (outcome === 'done') this.logger.log(`Recovery ${recoveryId} completed`);
+    return outcome;
+  }
+
+  private async requeueBatch(
+    manager: EntityManager,
+    recoveryId: string,
+  ): Promise<{ outcome: BatchOutcome; jobs: DeliveryToEnqueue[] }> {
+    const idle = { outcome: 'idle' as const, jobs: [] };
+    const found = await manager.findOne(RecoveryEntity, { select: { webhookId: true }, where: { id: recoveryId } });
+    if (!found) return idle;
+    // The webhook first, as DELETE locks it (FOR UPDATE) before it cancels the recovery: no deadlock,
+    // and a removal waits for this batch, then cancels the deliveries it requeued.
+    const webhook = await manager
+      .createQueryBuilder(WebhookEntity, 'w')
+      .setLock('for_key_share')
+      .where('w.id = :id', { id: found.webhookId })
+      .getOne();
+    const recovery = await manager
+      .createQueryBuilder(RecoveryEntity, 'r')
+      .setLock('pessimistic_write')
+      .setOnLocked('skip_locked')
+      .where("r.id = :recoveryId AND r.status = 'running'", { recoveryId })
+      .getOne();
+    if (!recovery) return idle; // ended, or another worker is on its batch
+    if (!webhook || webhook.removedAt) {
+      await this.end(manager, recoveryId, 'cancelled');
+      return idle;
+    }
+    if (webhook.disabledAt) return idle; // sending now would only skip them again: resumes once enabled
+    const batch = await manager
+      .createQueryBuilder(DeliveryEntity, 'd')
+      .select(['d.id', 'd.createdAt'])
+      .setLock('pessimistic_write')
+      .where('d.webhook_id = :webhookId AND d.created_at >= :since AND d.created_at < :until', {
+        webhookId: recovery.webhookId,
+        since: recovery.since,
+        until: recovery.until,
+      })
+      .andWhere('d.status IN (:...statuses)', { statuses: RECOVERABLE_STATUSES })
+      // What `matched` counted: failed or skipped when the recovery was asked for, not ended since.
+      .andWhere('d.updated_at <= :asked', { asked: recovery.createdAt })
+      .andWhere('(d.created_at, d.id) > (:afterAt, :afterId)', {
+        afterAt: recovery.cursorCreatedAt ?? recovery.since,
+        afterId: recovery.cursorId ?? '',
+      })
+      .orderBy('d.created_at', 'ASC')
+      .addOrderBy('d.id', 'ASC')
+      .limit(BATCH)
+      .getMany();
+    const requeued = await this.requeue(
+      manager,
+      batch.map((d) => d.id),
+    );
+    const last = batch[batch.length - 1];
+    const done = batch.length < BATCH;
+    await manager.update(
+      RecoveryEntity,
+      { id: recoveryId },
+      {
+        ...(last ? { cursorCreatedAt: last.createdAt, cursorId: last.id } : {}),
+        requeued: () => `requeued + ${requeued.length}`,
+        updatedAt: new Date(),
+      },
+    );
+    if (done) await this.end(manager, recoveryId, 'completed');
+    const jobs = requeued.map((d) => ({
+      deliveryId: d.id,
+      url: webhook.url,
+      workspaceId: recovery.workspaceId,
+      // Named as a manual retry's job: the delivery's last job may not be gone yet, and DELETE removes it by this name.
+      jobId: manualJobId(d.id, d.max_attempts),
+    }));
+    return { outcome: done ? 'done' : 'more', jobs };
+  }
+
+  /** Status back to pending with one more attempt allowed, due now; same id, so the same webhook-id. */
+  private async requeue(manager: EntityManager, ids: string[]): Promise<{ id: string; max_attempts: number }[]> {
+    if (ids.length === 0) return [];
+    const now = new Date();
+    const result = await manager
+      .createQueryBuilder()
+      .update(DeliveryEntity)
+      .set({
+        status: 'pending',
+        maxAttempts: () => 'attempt_count + 1',
+        nextAttemptAt: now,
+        completedAt: null,
+        updatedAt: now,
+      })
+      .where('id IN (:...ids)', { ids })
+      .returning('id, max_attempts')
+      .execute();
+    return result.raw as { id: string; max_attempts: number }[];
+  }
+
+  private async end(manager: EntityManager, recoveryId: string, status: 'completed' | 'cancelled'): Promise<void> {
+    const now = new Date();
+    await manager.update(RecoveryEntity, { id: recoveryId }, { status, completedAt: now, updatedAt: now });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

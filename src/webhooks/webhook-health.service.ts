@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, IsNull } from 'typeorm';
+import { ApiError } from '../core/http/api-error.js';
+import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { DeliveryEntity } from '../delivery/delivery.entity.js';
+import { stopWebhook } from './webhook-lock.js';
+import { WebhookEntity } from './webhook.entity.js';
+import { serializeWebhookHealth, type WebhookHealth } from './webhook.serializer.js';
+import { WebhooksService } from './webhooks.service.js';
+
+/**
+ * Health and pause (DESIGN 7.1). While a webhook is disabled nothing is sent to it: disabling skips its
+ * pending deliveries behind the removal fence (webhook-lock.ts), a submission records its delivery as
+ * `skipped` (SUBMISSION_WITH_OUTBOX), and the claim skips any delivery it finds (migration 1764210000000).
+ * The attempt record keeps the failure streak and disables automatically (ATTEMPT_RECORD).
+ */
+@Injectable()
+export class WebhookHealthService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly webhooks: WebhooksService,
+    private readonly queue: DeliveryQueue,
+  ) {}
+
+  async health(workspaceId: string, id: string): Promise<WebhookHealth> {
+    return this.healthOf(await this.webhooks.get(workspaceId, id));
+  }
+
+  /** Once this returns no request to the receiver starts; on a disabled webhook it changes nothing. */
+  async disable(workspaceId: string, id: string): Promise<WebhookHealth> {
+    const current = await this.webhooks.get(workspaceId, id); // 404 before taking the fence's lock
+    if (current.disabledAt) return this.healthOf(current);
+    const { ended } = await this.dataSource.transaction(async (manager) => {
+      const again = await manager.findOneBy(WebhookEntity, { id, disabledAt: IsNull() });
+      if (!again) return { ended: [] }; // disabled meanwhile
+      return stopWebhook(manager, workspaceId, id, { disabledAt: new Date(), disabledReason: 'manual' }, 'skipped');
+    });
+    await this.queue.remove(ended);
+    return this.health(workspaceId, id);
+  }
+
+  /** Sends again from now on, with the failure streak reset; skipped deliveries stay skipped. */
+  async enable(workspaceId: string, id: string): Promise<WebhookHealth> {
+    await this.webhooks.get(workspaceId, id);
+    const result = await this.dataSource
+      .getRepository(WebhookEntity)
+      .update(
+        { id, workspaceId, removedAt: IsNull() },
+        { disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null },
+      );
+    if (!result.affected) throw ApiError.notFound(`Webhook ${id} not found`);
+    return this.health(workspaceId, id);
+  }
+
+  private async healthOf(webhook: WebhookEntity): Promise<WebhookHealth> {
+    const pending = await this.dataSource
+      .getRepository(DeliveryEntity)
+      .countBy({ webhookId: webhook.id, status: 'pending' });
+    return serializeWebhookHealth(webhook, pending);
+  }
+}

@@ -1,0 +1,124 @@
+import type { Test } from 'supertest';
+import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
+import { API, client, registerWebhook } from '../support/management-api.js';
+import { waitFor } from '../support/receiver.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+type LogLine = Record<string, unknown> & { raw: string; req?: { id?: string }; res?: { statusCode?: number } };
+
+/** Where a client may put its key: each builds the request around a real, valid key. */
+const PLACES: [string, (t: TestApp, key: string) => Test][] = [
+  ['the x-ac-api-key header', (t, key) => t.http().get(`${API}/me`).set('x-ac-api-key', key)],
+  ['an x-api-key header', (t, key) => t.http().get(`${API}/me`).set('x-api-key', key)],
+  ['an Authorization header', (t, key) => t.http().get(`${API}/me`).set('authorization', `Bearer ${key}`)],
+  ['a cookie', (t, key) => t.http().get(`${API}/me`).set('cookie', `session=${key}`)],
+  ['a header named like a token', (t, key) => t.http().get(`${API}/me`).set('x-custom-token', key)],
+  ['a header named like a secret', (t, key) => t.http().get(`${API}/me`).set('x-client-secret', key)],
+  ['a header named like auth', (t, key) => t.http().get(`${API}/me`).set('x-auth', key)],
+  ['a header of any name', (t, key) => t.http().get(`${API}/me`).set('x-note', `see ${key} here`)],
+  ['?api_key=', (t, key) => t.http().get(`${API}/me?api_key=${key}`)],
+  ['?x-ac-api-key=', (t, key) => t.http().get(`${API}/me?x-ac-api-key=${key}`)],
+  ['?access_token=', (t, key) => t.http().get(`${API}/webhooks?access_token=${key}`)],
+  ['?secret= after another parameter', (t, key) => t.http().get(`${API}/webhooks?limit=5&secret=${key}`)],
+  ['a query value of any name', (t, key) => t.http().get(`${API}/webhooks?q=${key}`)],
+  ['a query parameter name', (t, key) => t.http().get(`${API}/webhooks?${key}=1`)],
+  ['a percent-encoded query value', (t, key) => t.http().get(`${API}/me?k=${key.replaceAll('_', '%5F')}`)],
+  ['a path parameter', (t, key) => t.http().get(`${API}/webhooks/${key}`).set('x-ac-api-key', key)],
+  ['an unknown path', (t, key) => t.http().get(`${API}/${key}/x`)],
+  ['a path after a bad JSON body', (t, key) => t.http().post(`${API}/webhooks/${key}`).type('json').send('{bad')],
+  ['the x-request-id header', (t, key) => t.http().get(`${API}/me`).set('x-request-id', key)],
+];
+
+describe('API keys in request logs (LOG_LEVEL=trace)', () => {
+  const lines: string[] = [];
+  let t: TestApp;
+  const logLines = (): LogLine[] => lines.map((raw) => ({ ...JSON.parse(raw), raw }));
+  const requestLine = (id: string) =>
+    waitFor(() => logLines().find((l) => l.req?.id === id && l.res !== undefined), 5000, `log of ${id}`);
+
+  beforeAll(async () => {
+    t = await createTestApp({ LOG_LEVEL: 'trace', RATE_LIMIT_PER_MINUTE: '3' }, (builder) =>
+      builder.overrideProvider(LOG_DESTINATION).useValue({ write: (line: string) => void lines.push(line) }),
+    );
+  });
+  afterAll(() => t.close());
+
+  it.each(PLACES)('never appear when sent in %s', async (_place, send) => {
+    const { key } = await createWorkspace(t);
+    const res = await send(t, key);
+    const id = res.headers['x-request-id'];
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const line = await requestLine(id);
+    expect(line.res?.statusCode).toBe(res.status);
+    expect(line.level).toBe(res.status >= 500 ? 'error' : res.status >= 400 ? 'warn' : 'info');
+    const leaks = lines.filter((raw) => raw.includes(key) || raw.includes(key.slice(13)));
+    expect(leaks).toEqual([]);
+  });
+
+  it('never appear in the logged cause of a 500', async () => {
+    const { key } = await createWorkspace(t);
+    const keys = t.app.get(ApiKeysService);
+    const authenticate = keys.authenticate;
+    keys.authenticate = () => Promise.reject(new Error('simulated failure'));
+    try {
+      const res = await t.http().get(`${API}/webhooks/${key}`).set('x-ac-api-key', key).expect(500);
+      const line = await requestLine(res.headers['x-request-id']);
+      expect(line.level).toBe('error');
+    } finally {
+      keys.authenticate = authenticate;
+    }
+    const cause = logLines().find((l) => l.context === 'HttpExceptionFilter');
+    expect(cause?.msg).toMatch(/^Unhandled error \S+ on GET \/api\/v1\/webhooks\/\[Redacted\]$/);
+    expect(lines.filter((raw) => raw.includes(key) || raw.includes(key.slice(13)))).toEqual([]);
+  });
+
+  it('never appear, whatever the outcome of the request', async () => {
+    const { workspace, key } = await createWorkspace(t);
+    const altered = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
+    const api = client(t, key);
+    const calculator = await createCalculator(t, workspace.id);
+    await registerWebhook(api, { url: 'https://receiver.example.com/h', calculators: [calculator.id] });
+    const sent = [
+      t.http().get(`${API}/webhooks/nope`).set('x-ac-api-key', key),
+      t.http().post(`${API}/webhooks`).set('x-ac-api-key', key).send({ url: 'nope' }),
+      t.http().get(`${API}/me`).set('x-ac-api-key', altered),
+      t.http().post(`${API}/webhooks`).set('x-ac-api-key', key).set('content-type', 'application/json').send('{bad'),
+      t.http().get(`${API}/me`).set('x-ac-api-key', key).set('authorization', `Bearer ${key}`),
+      ...Array.from({ length: 3 }, () => t.http().get(`${API}/me`).set('x-ac-api-key', key)),
+    ];
+    const statuses: number[] = [];
+    for (const req of sent) {
+      const res = await req;
+      statuses.push(res.status);
+      expect((await requestLine(res.headers['x-request-id'])).res?.statusCode).toBe(res.status);
+    }
+    expect(statuses).toEqual(expect.arrayContaining([404, 400, 401, 429]));
+    for (const secret of [key, altered, key.slice(13)]) {
+      expect(lines.filter((line) => line.includes(secret))).toEqual([]);
+    }
+  });
+
+  // Moved here from idempotency.e2e-spec.ts: one root logger per process, so log capture lives in one file.
+  it('never carry an Idempotency-Key: request lines redact it, and no other line names it', async () => {
+    const secretish = 'order-4711/jane.doe@example.com';
+    const body = { url: 'https://receiver.example.com/h', calculators: [] as string[] };
+    const send = (key: string, payload: object, idempotencyKey = secretish) =>
+      t.http().post(`${API}/webhooks`).set('x-ac-api-key', key).set('Idempotency-Key', idempotencyKey).send(payload);
+    const first = await createWorkspace(t);
+    body.calculators = [(await createCalculator(t, first.workspace.id)).id];
+    const answers = [
+      await send(first.key, body),
+      await send(first.key, body),
+      await send(first.key, { ...body, name: 'other' }),
+      await send((await createWorkspace(t)).key, body, `${secretish}\u00e9`),
+    ];
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 400, 400]);
+    expect(answers[1].headers['idempotent-replayed']).toBe('true');
+    for (const res of answers) {
+      const line = await requestLine(res.headers['x-request-id']);
+      expect(line.raw).toContain('"idempotency-key":"[Redacted]"');
+    }
+    expect(lines.filter((line) => line.includes('jane.doe'))).toEqual([]);
+  });
+});

@@ -1,0 +1,42 @@
+import { createId } from '@paralleldrive/cuid2';
+import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
+import type { TestApp } from './test-app.js';
+
+export interface DeliveryRow {
+  status: DeliveryStatus;
+  createdAt: Date;
+  /** Null for a pending row; defaults to createdAt for an ended one. */
+  completedAt?: Date | null;
+}
+
+/**
+ * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,
+ * thousands of them, exact createdAt ties); `submissionId` must be a submission of the webhook's calculator.
+ */
+export async function insertDeliveries(
+  t: TestApp,
+  owner: { workspaceId: string; webhookId: string; submissionId: string; calculatorId: string },
+  rows: DeliveryRow[],
+): Promise<string[]> {
+  const ids = rows.map(() => createId());
+  const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
+  await t.dataSource.query(
+    `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
+       next_attempt_at, created_at, updated_at, completed_at)
+     SELECT r.id, $1, $2, $3, $4, r.status, 8,
+       CASE WHEN r.status = 'pending' THEN now() + interval '1 day' END, r.created_at, r.created_at, r.completed_at
+     FROM unnest($5::varchar[], $6::varchar[], $7::timestamptz[], $8::timestamptz[])
+       AS r(id, status, created_at, completed_at)`,
+    [
+      owner.workspaceId,
+      owner.webhookId,
+      owner.submissionId,
+      owner.calculatorId,
+      ids,
+      rows.map((r) => r.status),
+      rows.map((r) => r.createdAt),
+      rows.map(ended),
+    ],
+  );
+  return ids;
+}
