@@ -96,10 +96,15 @@ export class AttemptClaims {
         unlock();
       };
     };
+    // One delivery can have two jobs (a manual retry's and the sweeper's, say) whose claims land in one
+    // batch: the function claims it once, so only the first gets it and the other is told to look later.
+    const given = new Set<string>();
     return ids.map((id): Claim => {
       const row = byId.get(id);
       if (!row) return { outcome: 'ended' };
       if (row.outcome !== 'claimed') return { outcome: row.outcome };
+      if (given.has(id)) return { outcome: 'busy' };
+      given.add(id);
       return { outcome: 'claimed', context: row, written: writtenOnce() };
     });
   }

@@ -1,6 +1,6 @@
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import type { DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
-import { insertDeliveries } from '../support/delivery-rows.js';
+import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import {
   DELIVERY_DETAIL_KEYS,
   DELIVERY_KEYS,
@@ -73,12 +73,7 @@ describe('the workspace delivery log (GET /deliveries)', () => {
     const setup = await setupWebhook(t, receiver.url);
     const submission = await submit(setup.api, setup.calculator.id);
     await waitFor(async () => (await page(setup.api)).data[0]?.status === 'succeeded');
-    const owner = {
-      workspaceId: setup.workspace.id,
-      webhookId: setup.webhook.id,
-      submissionId: submission.id,
-      calculatorId: setup.calculator.id,
-    };
+    const owner = ownerOf(setup, submission);
     const times = statuses.map((_, i) => new Date(base + i * 1000));
     const ids = await insertDeliveries(
       t,

@@ -1,4 +1,4 @@
-import { insertDeliveries } from '../support/delivery-rows.js';
+import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { snapshotDatabase } from '../support/hostile-input.js';
 import {
@@ -70,12 +70,7 @@ const countsById = (receiver: Receiver): Map<string, number> => {
 async function webhookWithSubmission(t: TestApp, receiver: Receiver) {
   const setup = await setupWebhook(t, receiver.url);
   const submission = await submit(setup.api, setup.calculator.id);
-  const owner = {
-    workspaceId: setup.workspace.id,
-    webhookId: setup.webhook.id,
-    submissionId: submission.id,
-    calculatorId: setup.calculator.id,
-  };
+  const owner = ownerOf(setup, submission);
   return { ...setup, submission, owner };
 }
 

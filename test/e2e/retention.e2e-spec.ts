@@ -1,5 +1,5 @@
 import { createId } from '@paralleldrive/cuid2';
-import { insertDeliveries } from '../support/delivery-rows.js';
+import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { FAST_DELIVERY, setupWebhook, submit } from '../support/delivery.js';
 import { expectBadRequest, expectJson } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
@@ -41,12 +41,7 @@ describe('retention (DELIVERY_RETENTION=3s)', () => {
       );
       return rows.length === 1 ? (rows as { id: string; completedAt: Date }[]) : null;
     });
-    const owner = {
-      workspaceId: setup.workspace.id,
-      webhookId: setup.webhook.id,
-      submissionId: submission.id,
-      calculatorId: setup.calculator.id,
-    };
+    const owner = ownerOf(setup, submission);
     return { ...setup, submission, real, owner };
   }
 

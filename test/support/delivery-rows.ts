@@ -2,6 +2,25 @@ import { createId } from '@paralleldrive/cuid2';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import type { TestApp } from './test-app.js';
 
+/** Whose rows insertDeliveries writes: a webhook, and a submission of its calculator. */
+export interface DeliveryOwner {
+  workspaceId: string;
+  webhookId: string;
+  submissionId: string;
+  calculatorId: string;
+}
+
+/** The owner of rows for a webhook set up by setupWebhook and one of its submissions. */
+export const ownerOf = (
+  setup: { workspace: { id: string }; webhook: { id: string }; calculator: { id: string } },
+  submission: { id: string },
+): DeliveryOwner => ({
+  workspaceId: setup.workspace.id,
+  webhookId: setup.webhook.id,
+  submissionId: submission.id,
+  calculatorId: setup.calculator.id,
+});
+
 export interface DeliveryRow {
   status: DeliveryStatus;
   createdAt: Date;
@@ -13,11 +32,7 @@ export interface DeliveryRow {
  * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,
  * thousands of them, exact createdAt ties); `submissionId` must be a submission of the webhook's calculator.
  */
-export async function insertDeliveries(
-  t: TestApp,
-  owner: { workspaceId: string; webhookId: string; submissionId: string; calculatorId: string },
-  rows: DeliveryRow[],
-): Promise<string[]> {
+export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: DeliveryRow[]): Promise<string[]> {
   const ids = rows.map(() => createId());
   const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
   await t.dataSource.query(
