@@ -1,7 +1,11 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CalculatorEntity } from './calculator.entity.js';
 
-const isoOrNull = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+/** A timestamp as an entity holds it, or already in the response format (formatted by Postgres). */
+type Timestamp = Date | string;
+
+const iso = (d: Timestamp): string => (typeof d === 'string' ? d : d.toISOString());
+const isoOrNull = (d: Timestamp | null): string | null => (d === null ? null : iso(d));
 
 const OBJECTS = { type: 'array', items: { type: 'object' } } as const;
 const TIMESTAMP = { format: 'date-time', description: 'ISO 8601 UTC, with milliseconds' } as const;
@@ -86,16 +90,22 @@ export class CalculatorResponse {
 }
 
 /** A calculator with its submission counters (the sum and latest of its shards: CALCULATORS_LIST). */
-export type CountedCalculator = Omit<CalculatorEntity, 'legacySubmissionsCount' | 'legacyLastSubmissionAt'> & {
+export type CountedCalculator = Omit<
+  CalculatorEntity,
+  'legacySubmissionsCount' | 'legacyLastSubmissionAt' | 'createdAt' | 'updatedAt' | 'lastImpressionAt' | 'removedAt'
+> & {
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  lastImpressionAt: Timestamp | null;
   submissionsCount: number;
-  lastSubmissionAt: Date | null;
+  lastSubmissionAt: Timestamp | null;
 };
 
 /** The 21 fields of spec 2.4, in its order. */
 export const serializeCalculator = (c: CountedCalculator): CalculatorResponse => ({
   id: c.id,
-  createdAt: c.createdAt.toISOString(),
-  updatedAt: c.updatedAt.toISOString(),
+  createdAt: iso(c.createdAt),
+  updatedAt: iso(c.updatedAt),
   name: c.name,
   slug: c.slug,
   workspaceId: c.workspaceId,
