@@ -25,7 +25,7 @@ import {
   waitForHttp,
 } from './lib/processes.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
-import { evaluateTargets, renderMarkdown } from './lib/report.mjs';
+import { evaluateTargets, loadBaseline, renderMarkdown } from './lib/report.mjs';
 import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
 import {
   createDatabase,
@@ -757,7 +757,7 @@ function writeResults(results) {
     if (settings.profile) log(`profiles in ${profileDir}/; summarise with node bench/profile-summary.mjs <file>`);
   } else {
     writeFileSync('bench/results/latest.json', json);
-    writeFileSync('BENCHMARKS.md', renderMarkdown(results));
+    writeFileSync('BENCHMARKS.md', renderMarkdown(results, loadBaseline()));
     log('wrote bench/results/latest.json and BENCHMARKS.md');
   }
   for (const t of results.targets) {
