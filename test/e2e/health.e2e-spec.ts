@@ -1,4 +1,7 @@
+import { HealthIndicatorService } from '@nestjs/terminus';
 import { createId } from '@paralleldrive/cuid2';
+import { RedisClients } from '../../src/core/redis/redis.module.js';
+import { RedisHealthIndicator } from '../../src/health/redis.health.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { createTestApp, dropTestDatabase, PG_BASE_URL, type TestApp } from '../support/test-app.js';
 
@@ -19,6 +22,19 @@ describe('health probes', () => {
     it('GET /healthz answers 200 without an API key', async () => {
       const res = await t.http().get('/healthz').expect(200);
       expect(res.body).toMatchObject({ status: 'ok' });
+    });
+
+    it('the Redis check of a process just started waits for its connection instead of reporting Redis down', async () => {
+      // A new process's health connection, checked before it has connected (what /readyz saw when hit
+      // right after "API listening"): with no offline queue, a bare ping fails at once.
+      const clients = new RedisClients(t.config);
+      try {
+        const indicator = new RedisHealthIndicator(clients, t.app.get(HealthIndicatorService));
+        expect(clients.get('health').status).toBe('connecting');
+        await expect(indicator.pingCheck('redis', 1_500)).resolves.toMatchObject({ redis: { status: 'up' } });
+      } finally {
+        clients.onApplicationShutdown();
+      }
     });
 
     it('GET /readyz answers 200 naming Postgres and Redis up', async () => {
