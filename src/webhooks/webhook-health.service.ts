@@ -29,14 +29,10 @@ export class WebhookHealthService {
 
   /** Once this returns no request to the receiver starts; on a disabled webhook it changes nothing. */
   async disable(workspaceId: string, id: string): Promise<WebhookHealth> {
-    const current = await this.webhooks.get(workspaceId, id); // 404 before taking the fence's lock
+    const current = await this.webhooks.get(workspaceId, id);
     if (current.disabledAt) return this.healthOf(current);
-    const { ended } = await this.dataSource.transaction(async (manager) => {
-      const again = await manager.findOneBy(WebhookEntity, { id, disabledAt: IsNull() });
-      if (!again) return { ended: [] }; // disabled meanwhile
-      return stopWebhook(manager, workspaceId, id, { disabledAt: new Date(), disabledReason: 'manual' }, 'skipped');
-    });
-    await this.queue.remove(ended);
+    const stopped = await stopWebhook(this.dataSource, 'disable', workspaceId, id); // null: disabled meanwhile
+    if (stopped) await this.queue.remove(stopped.ended);
     return this.health(workspaceId, id);
   }
 

@@ -131,7 +131,31 @@ export const serializeWebhookHealth = (w: WebhookEntity, pendingDeliveries: numb
 });
 
 /** What a response shows of a webhook: never the secret. */
-type ListedWebhook = Pick<WebhookEntity, 'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'>;
+export type ListedWebhook = Pick<
+  WebhookEntity,
+  'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'
+>;
+
+/** A webhook's listed fields as the SQL statements return them (WEBHOOKS_LIST, the removal fence). */
+export interface ListedWebhookRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  url: string;
+  source: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const listedWebhookOf = (r: ListedWebhookRow): ListedWebhook => ({
+  id: r.id,
+  workspaceId: r.workspace_id,
+  name: r.name,
+  url: r.url,
+  source: r.source,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
 
 /** Exactly the seven fields of spec 2.1; the secret never leaves through here. */
 export const serializeWebhook = (w: ListedWebhook): WebhookResponse => ({

@@ -5,29 +5,25 @@ import { DataSource, IsNull } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
-import { queryPrepared } from '../core/database/prepared.js';
-import { WEBHOOKS_LIST } from '../core/database/statements.js';
+import { queryPrepared, queryPreparedOn, transactionOn } from '../core/database/prepared.js';
+import { WEBHOOK_REGISTER, WEBHOOKS_LIST, WORKSPACE_REGISTRATION_LOCK } from '../core/database/statements.js';
 import { isCuid2, newId } from '../core/ids.js';
-import { CalculatorsService } from '../calculators/calculators.service.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { RecoveryEntity } from '../delivery/recovery.entity.js';
 import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
-import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
 import { stopWebhook } from './webhook-lock.js';
-import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
+import { WebhookEntity } from './webhook.entity.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
-import { serializeWebhookListItem, type WebhookListItem } from './webhook.serializer.js';
+import {
+  listedWebhookOf,
+  serializeWebhookListItem,
+  type ListedWebhook,
+  type ListedWebhookRow,
+  type WebhookListItem,
+} from './webhook.serializer.js';
 
 /** A row of WEBHOOKS_LIST: a webhook's listed fields with its calculators and trigger types. */
-interface WebhookListRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  url: string;
-  source: string;
-  created_at: Date;
-  updated_at: Date;
+interface WebhookListRow extends ListedWebhookRow {
   calculators: { id: string; name: string }[];
   triggers: string[];
 }
@@ -46,78 +42,57 @@ export class WebhooksService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly calculators: CalculatorsService,
     private readonly queue: DeliveryQueue,
   ) {}
 
   /** Active webhooks with their calculators and triggers, built in one query. */
   async list(workspaceId: string): Promise<WebhookListItem[]> {
     const rows = await queryPrepared<WebhookListRow>(this.dataSource, WEBHOOKS_LIST, [workspaceId]);
-    return rows.map((r) =>
-      serializeWebhookListItem(
-        {
-          id: r.id,
-          workspaceId: r.workspace_id,
-          name: r.name,
-          url: r.url,
-          source: r.source,
-          createdAt: r.created_at,
-          updatedAt: r.updated_at,
-        },
-        r.calculators,
-        r.triggers,
-      ),
-    );
+    return rows.map((r) => serializeWebhookListItem(listedWebhookOf(r), r.calculators, r.triggers));
   }
 
-  async create(workspaceId: string, dto: CreateWebhookDto): Promise<WebhookEntity> {
+  async create(workspaceId: string, dto: CreateWebhookDto): Promise<ListedWebhook> {
     this.assertDestinationAllowed(dto.url);
     const calculatorIds = [...new Set(dto.calculators)];
     const triggers = [...new Set(dto.triggers ?? TRIGGER_TYPES)];
-    const existing = await this.calculators.existingIds(workspaceId, calculatorIds);
-    const unknown = calculatorIds.filter((id) => !existing.has(id));
+    const now = new Date();
+    const webhook = {
+      id: newId(),
+      workspaceId,
+      name: dto.name ?? '',
+      url: dto.url,
+      source: canonicalSource(dto.source ?? 'user'),
+      createdAt: now,
+      updatedAt: now,
+    };
+    const cap = this.config.maxWebhooksPerWorkspace;
+    const { active, known } = await transactionOn(this.dataSource, async (client) => {
+      await queryPreparedOn(client, WORKSPACE_REGISTRATION_LOCK, [workspaceId]);
+      const [row] = await queryPreparedOn<{ active: number; known: string[] }>(client, WEBHOOK_REGISTER, [
+        webhook.id,
+        workspaceId,
+        webhook.name,
+        webhook.url,
+        webhook.source,
+        generateSigningSecret(),
+        calculatorIds,
+        triggers,
+        now,
+        cap,
+      ]);
+      return row;
+    });
+    const unknown = calculatorIds.filter((id) => !known.includes(id));
     if (unknown.length > 0) {
       throw ApiError.badRequest(
         `Unknown calculator${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`,
         unknown.map((id) => ({ field: 'calculators', message: `calculator ${id} does not exist in this workspace` })),
       );
     }
-    return this.dataSource.transaction(async (manager) => {
-      // The workspace row lock serialises registrations, so the cap holds under concurrent requests.
-      await manager
-        .createQueryBuilder(WorkspaceEntity, 'w')
-        .setLock('pessimistic_write')
-        .where('w.id = :workspaceId', { workspaceId })
-        .getOne();
-      const active = await manager.count(WebhookEntity, { where: { workspaceId, removedAt: IsNull() } });
-      if (active >= this.config.maxWebhooksPerWorkspace) {
-        throw ApiError.badRequest(
-          `This workspace already has the maximum of ${this.config.maxWebhooksPerWorkspace} active webhooks`,
-        );
-      }
-      const now = new Date();
-      const webhook = manager.create(WebhookEntity, {
-        id: newId(),
-        workspaceId,
-        name: dto.name ?? '',
-        url: dto.url,
-        source: canonicalSource(dto.source ?? 'user'),
-        secret: generateSigningSecret(),
-        createdAt: now,
-        updatedAt: now,
-        removedAt: null,
-      });
-      await manager.insert(WebhookEntity, webhook);
-      await manager.insert(
-        WebhookCalculatorEntity,
-        calculatorIds.map((calculatorId) => ({ webhookId: webhook.id, calculatorId })),
-      );
-      await manager.insert(
-        WebhookTriggerEntity,
-        triggers.map((type) => ({ webhookId: webhook.id, type })),
-      );
-      return webhook;
-    });
+    if (active >= cap) {
+      throw ApiError.badRequest(`This workspace already has the maximum of ${cap} active webhooks`);
+    }
+    return webhook;
   }
 
   /** While the SSRF guard is on, a host it would refuse at send time without any lookup is refused now. */
@@ -148,24 +123,14 @@ export class WebhooksService {
   }
 
   /**
-   * Marks the webhook removed and cancels its pending deliveries. The webhook lock waits for any
-   * attempt in flight and holds off new ones, so once this returns nothing more reaches the receiver.
+   * Marks the webhook removed and cancels its pending deliveries behind the removal fence
+   * (webhook-lock.ts): once this returns nothing more reaches the receiver.
    */
-  async remove(workspaceId: string, id: string): Promise<WebhookEntity> {
-    await this.get(workspaceId, id); // 404 before taking a lock that another workspace's attempts use
-    const now = new Date();
-    const { webhook, ended } = await this.dataSource.transaction(async (manager) => {
-      const stopped = await stopWebhook(manager, workspaceId, id, { removedAt: now, updatedAt: now }, 'cancelled');
-      // A running recovery (DESIGN 7.3) ends with its webhook.
-      await manager.update(
-        RecoveryEntity,
-        { webhookId: id, status: 'running' },
-        { status: 'cancelled', completedAt: now, updatedAt: now },
-      );
-      return stopped;
-    });
-    await this.queue.remove(ended);
-    return webhook;
+  async remove(workspaceId: string, id: string): Promise<ListedWebhook> {
+    const stopped = isCuid2(id) ? await stopWebhook(this.dataSource, 'remove', workspaceId, id) : null;
+    if (!stopped) throw ApiError.notFound(`Webhook ${id} not found`);
+    await this.queue.remove(stopped.ended);
+    return stopped.webhook;
   }
 
   /**

@@ -56,3 +56,12 @@ export async function queryPrepared<T extends QueryResultRow>(
     release();
   }
 }
+
+/** Runs `work` in a TypeORM transaction on its connection, so prepared statements take part in it. */
+export function transactionOn<T>(dataSource: DataSource, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return dataSource.transaction(async (manager) => {
+    const runner = manager.queryRunner;
+    if (!runner) throw new Error('a transaction has a query runner');
+    return work((await runner.connect()) as PoolClient);
+  });
+}

@@ -1,4 +1,4 @@
-import { prepared } from './prepared.js';
+import { prepared, type PreparedStatement } from './prepared.js';
 
 /*
  * Every SQL statement of the services (migrations, CREATE DATABASE in migrate.ts and the api-key cache's
@@ -162,7 +162,42 @@ export const ATTEMPT_RECORD = prepared(
   SELECT 'disabled', id, disable, workspace_id FROM health WHERE disable IS NOT NULL`,
 );
 
-// --- Locks (advisory locks have no ORM API) ---
+// --- Registration (POST /webhooks) ---
+
+/** Serialises a workspace's registrations, so the cap on active webhooks holds under concurrent requests. */
+export const WORKSPACE_REGISTRATION_LOCK = prepared(
+  'workspace_registration_lock',
+  'SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE',
+);
+
+/**
+ * SQL because one data-modifying CTE checks and writes in one round trip (the ORM took five): runs after
+ * WORKSPACE_REGISTRATION_LOCK in its transaction, so its count sees every registration before it. Inserts
+ * the webhook with its calculators and triggers only when every calculator is the workspace's and the
+ * workspace is under the cap; returns the active count and the known calculators either way, so the
+ * caller names what refused it. Parameters: id, workspace id, name, url, source, secret, calculator ids,
+ * trigger types, now, cap.
+ */
+export const WEBHOOK_REGISTER = prepared(
+  'webhook_register',
+  `WITH active AS (
+     SELECT count(*)::int AS n FROM webhooks WHERE workspace_id = $2 AND removed_at IS NULL
+   ), known AS (
+     SELECT id FROM calculators WHERE workspace_id = $2 AND id = ANY($7::varchar[]) AND removed_at IS NULL
+   ), hook AS (
+     INSERT INTO webhooks (id, workspace_id, name, url, source, secret, created_at, updated_at)
+     SELECT $1, $2, $3, $4, $5, $6, $9, $9
+     WHERE (SELECT n FROM active) < $10 AND (SELECT count(*) FROM known) = cardinality($7::varchar[])
+     RETURNING id
+   ), bound AS (
+     INSERT INTO webhook_calculators (webhook_id, calculator_id) SELECT hook.id, known.id FROM hook, known
+   ), triggered AS (
+     INSERT INTO webhook_triggers (webhook_id, type) SELECT hook.id, t FROM hook, unnest($8::varchar[]) t
+   )
+   SELECT (SELECT n FROM active) AS active, ARRAY(SELECT id FROM known) AS known`,
+);
+
+// --- Removal and disabling, and the migration lock (advisory locks have no ORM API) ---
 
 /**
  * Attempts hold this per-webhook lock shared while writing their request; DELETE takes it exclusive.
@@ -170,8 +205,59 @@ export const ATTEMPT_RECORD = prepared(
  */
 const WEBHOOK_LOCK_NAMESPACE = 7270;
 
-/** Held until the transaction ends; parameters: the webhook id. */
-export const WEBHOOK_REMOVAL_LOCK = `SELECT pg_advisory_xact_lock(${WEBHOOK_LOCK_NAMESPACE}, hashtext($1))`;
+/**
+ * The removal fence of DELETE and disable (webhook-lock.ts), SQL because it is one statement, so one
+ * round trip and its own transaction (it took eight): the webhook's lock is taken exclusive only when
+ * the webhook is the workspace's and `target` (a stranger's id holds nothing); it waits for attempts
+ * writing their request and holds off new ones until commit (a claim re-reads the webhook after it).
+ * Then the row is locked and changed by `set`, and its pending deliveries end as `ended`: row before
+ * deliveries, as ATTEMPT_RECORD takes them, so the two cannot deadlock. A row changed while the lock
+ * was awaited is re-read by the row lock and the updates (READ COMMITTED); a delivery inserted
+ * meanwhile is ended by its claim. Parameters: webhook id, workspace id, now. Returns the webhook as
+ * it was with the ended deliveries' jobs (DeliveryJobs), or no row: no such webhook in `target`.
+ */
+function webhookStop(
+  name: string,
+  stop: { target: string; set: string; ended: 'cancelled' | 'skipped'; alsoEnd?: string },
+): PreparedStatement {
+  const also = stop.alsoEnd ? `, also_ended AS (${stop.alsoEnd})` : '';
+  return prepared(
+    name,
+    `WITH fence AS (
+       SELECT pg_advisory_xact_lock(${WEBHOOK_LOCK_NAMESPACE}, hashtext(w.id)) FROM webhooks w
+       WHERE w.id = $1 AND w.workspace_id = $2 AND ${stop.target}
+     ), hook AS (
+       SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at
+       FROM webhooks w, fence WHERE w.id = $1 AND w.workspace_id = $2 AND ${stop.target}
+       FOR UPDATE OF w
+     ), stopped AS (
+       UPDATE webhooks w SET ${stop.set} FROM hook WHERE w.id = hook.id RETURNING w.id
+     ), ended AS (
+       UPDATE deliveries SET status = '${stop.ended}', next_attempt_at = NULL, completed_at = $3, updated_at = $3
+       WHERE webhook_id = (SELECT id FROM stopped) AND status = 'pending'
+       RETURNING id, max_attempts
+     )${also}
+     SELECT hook.*, COALESCE((SELECT json_agg(json_build_object('deliveryId', id, 'maxAttempts', max_attempts))
+                              FROM ended), '[]') AS ended
+     FROM hook`,
+  );
+}
+
+/** DELETE /webhooks/{id}: removed, its pending deliveries cancelled, a running recovery (DESIGN 7.3) too. */
+export const WEBHOOK_REMOVE = webhookStop('webhook_remove', {
+  target: 'w.removed_at IS NULL',
+  set: 'removed_at = $3, updated_at = $3',
+  ended: 'cancelled',
+  alsoEnd: `UPDATE recoveries SET status = 'cancelled', completed_at = $3, updated_at = $3
+            WHERE webhook_id = (SELECT id FROM stopped) AND status = 'running'`,
+});
+
+/** POST /webhooks/{id}/disable (DESIGN 7.1): disabled by hand, its pending deliveries skipped. */
+export const WEBHOOK_DISABLE = webhookStop('webhook_disable', {
+  target: 'w.removed_at IS NULL AND w.disabled_at IS NULL',
+  set: `disabled_at = $3, disabled_reason = 'manual'`,
+  ended: 'skipped',
+});
 
 // Any fixed number: every process that migrates takes the same lock, so two replicas never race.
 const MIGRATION_LOCK_KEY = 727_001;
