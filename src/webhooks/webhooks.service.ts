@@ -1,12 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import { DataSource, IsNull } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
-import { queryPrepared, queryPreparedOn, transactionOn } from '../core/database/prepared.js';
-import { WEBHOOK_REGISTER, WEBHOOKS_LIST, WORKSPACE_REGISTRATION_LOCK } from '../core/database/statements.js';
+import {
+  queryPrepared,
+  queryPreparedOn,
+  selectListOf,
+  transactionOn,
+  type PreparedStatement,
+} from '../core/database/prepared.js';
+import {
+  WEBHOOK_REGISTER,
+  webhookGet,
+  WEBHOOKS_LIST,
+  WORKSPACE_REGISTRATION_LOCK,
+} from '../core/database/statements.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
@@ -39,11 +50,15 @@ export function assertWebhookActive(webhook: WebhookEntity): WebhookEntity {
 
 @Injectable()
 export class WebhooksService {
+  private readonly getStatement: PreparedStatement;
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
-  ) {}
+  ) {
+    this.getStatement = webhookGet(selectListOf(dataSource, WebhookEntity));
+  }
 
   /** Active webhooks with their calculators and triggers, built in one query. */
   async list(workspaceId: string): Promise<WebhookListItem[]> {
@@ -110,11 +125,9 @@ export class WebhooksService {
   async get(workspaceId: string, id: string): Promise<WebhookEntity> {
     // Only a CUID2 can be a webhook id; anything else (a NUL byte would make Postgres fail) is unknown.
     if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
-    const webhook = await this.dataSource
-      .getRepository(WebhookEntity)
-      .findOneBy({ id, workspaceId, removedAt: IsNull() });
-    if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
-    return webhook;
+    const [row] = await queryPrepared<WebhookEntity>(this.dataSource, this.getStatement, [id, workspaceId]);
+    if (!row) throw ApiError.notFound(`Webhook ${id} not found`);
+    return Object.assign(new WebhookEntity(), row);
   }
 
   /** The webhook, for an operation that sends to it: 400 while it is disabled (DESIGN 7.1). */

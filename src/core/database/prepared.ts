@@ -1,5 +1,5 @@
 import type { PoolClient, QueryResultRow } from 'pg';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
 
 /**
  * A hot statement, parsed and planned once per connection (a named prepared statement) instead of
@@ -64,4 +64,12 @@ export function transactionOn<T>(dataSource: DataSource, work: (client: PoolClie
     if (!runner) throw new Error('a transaction has a query runner');
     return work((await runner.connect()) as PoolClient);
   });
+}
+
+/** A select list naming every column of the entity as its property, from TypeORM's metadata. */
+export function selectListOf(dataSource: DataSource, entity: EntityTarget<ObjectLiteral>): string {
+  return dataSource
+    .getMetadata(entity)
+    .columns.map((c) => `"${c.databaseName}" AS "${c.propertyName}"`)
+    .join(', ');
 }
