@@ -249,10 +249,16 @@ function baselineSection(results, baseline) {
       `| deliveries/s, one worker, instant receiver (worker / Postgres CPU ms per delivery) | ${fmt(b1.perSec)} | ${fmt(n1.perSec)} | ${change(n1.perSec, b1.perSec)} | ${fmt(cpuOf(b1, 'worker'), 3)} | ${fmt(cpuOf(n1, 'worker'), 3)} | ${fmt(cpuOf(b1, 'postgres'), 3)} | ${fmt(cpuOf(n1, 'postgres'), 3)} |`,
     );
   }
+  const [bl, nl] = [baseline.delivery?.latency, results.delivery?.latency];
+  if (bl && nl) {
+    rows.push(
+      `| submission-to-receipt p99 ms at ${fmt(bl.offeredRate)} submissions/s (lower is better; p50 before / now in the CPU columns' place) | ${fmt(bl.receiptMs.p99, 1)} | ${fmt(nl.receiptMs.p99, 1)} | ${change(nl.receiptMs.p99, bl.receiptMs.p99)} | ${fmt(bl.receiptMs.p50, 1)} | ${fmt(nl.receiptMs.p50, 1)} | - | - |`,
+    );
+  }
   return `## Before and after
 
 The before-figures: \`npm run bench\` of ${baseline.code?.commit ?? '?'} on ${baseline.machine?.node ?? '?'}, this machine,
-quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`. Since then the
+started ${baseline.startedAt?.slice(0, 16).replace('T', ' ') ?? '?'} UTC, quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`. Since then the
 endpoints gained behaviour of their own (DESIGN 5 and 7: DELETE fences attempts and cancels recoveries
 and manual retries, submissions record skipped deliveries and count in shards, every POST may carry an
 Idempotency-Key), so a change here is the sum of the runtime, the framework's mechanisms and those.
