@@ -309,6 +309,18 @@ function submissionsCase(key, label, calculators) {
  * Waits until no backend of the bench database is active and at least `minMs` have passed, so one
  * phase's tail (requests autocannon abandoned, autovacuum of its rows aside) does not bleed into the next.
  */
+/**
+ * Statistics as a running service has them. A new database's tables look empty to the planner, so
+ * the plans Postgres caches on each connection in the first seconds (the foreign-key checks of every
+ * insert among them) scan whole tables, and go on doing so as the tables grow, until autovacuum
+ * analyzes them (within autovacuum_naptime, a minute by default). A 10-second phase measured that
+ * minute or not, by chance: submissions' Postgres CPU was 0.4 or 1.3 ms in runs of the same code.
+ * So each phase runs after its warm-up and an ANALYZE.
+ */
+async function analyze() {
+  await db.query('ANALYZE');
+}
+
 async function settle(minMs = 1000, maxMs = 15_000) {
   const started = performance.now();
   for (;;) {
@@ -458,6 +470,7 @@ async function deliveryThroughput(dataset, workerCount) {
   log(`creating ${submissions} submissions (${submissions * FANOUT} deliveries), no worker running`);
   await createSubmissions(dataset, submissions);
   const expected = await countPending();
+  await analyze();
   if (expected !== submissions * FANOUT) throw new Error(`expected ${submissions * FANOUT} pending, found ${expected}`);
   receiver.reset();
   results.machine.busyBefore[`delivery-${workerCount}`] = await machineBusy();
@@ -653,12 +666,10 @@ async function main() {
     await settle();
     log(c.label);
     results.machine.busyBefore[c.key] = await machineBusy();
-    const opts = { ...settings };
-    if (c.restore) {
-      await measure(c.options, { ...opts, durationSec: opts.warmupSec, warmupSec: 0 });
-      await restoreWebhooks(dataset);
-      opts.warmupSec = 0;
-    }
+    const opts = { ...settings, warmupSec: 0 };
+    if (settings.warmupSec > 0) await measure(c.options, { ...opts, durationSec: settings.warmupSec });
+    if (c.restore) await restoreWebhooks(dataset);
+    await analyze();
     const cpu = new CpuProbe(async () => ({
       api: [apiProcess.pid],
       postgres: await postgresBackends(),
@@ -699,6 +710,10 @@ async function main() {
       if (runs('latency')) {
         sampler.phase = 'latency';
         results.machine.busyBefore.latency = await machineBusy();
+        // Warm-up: a second's worth of submissions, delivered, then ANALYZE (see analyze()).
+        await createSubmissions(dataset, settings.latencyRate);
+        while ((await countPending()) > 0) await sleep(50);
+        await analyze();
         log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
         results.delivery.latency = await submissionLatency(dataset);
         results.memory.breakdown.latency = {
