@@ -258,7 +258,7 @@ function baselineSection(results, baseline) {
   return `## Before and after
 
 The before-figures: \`npm run bench\` of ${baseline.code?.commit ?? '?'} on ${baseline.machine?.node ?? '?'}, this machine,
-started ${baseline.startedAt?.slice(0, 16).replace('T', ' ') ?? '?'} UTC, quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`. Since then the
+started ${baseline.startedAt?.slice(0, 16).replace('T', ' ') ?? '?'} UTC${baseline.note ? ` (${baseline.note})` : ''}, quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`. Since then the
 endpoints gained behaviour of their own (DESIGN 5 and 7: DELETE fences attempts and cancels recoveries
 and manual retries, submissions record skipped deliveries and count in shards, every POST may carry an
 Idempotency-Key), so a change here is the sum of the runtime, the framework's mechanisms and those.
