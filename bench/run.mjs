@@ -306,10 +306,6 @@ function submissionsCase(key, label, calculators) {
 }
 
 /**
- * Waits until no backend of the bench database is active and at least `minMs` have passed, so one
- * phase's tail (requests autocannon abandoned, autovacuum of its rows aside) does not bleed into the next.
- */
-/**
  * Statistics as a running service has them. A new database's tables look empty to the planner, so
  * the plans Postgres caches on each connection in the first seconds (the foreign-key checks of every
  * insert among them) scan whole tables, and go on doing so as the tables grow, until autovacuum
@@ -321,6 +317,10 @@ async function analyze() {
   await db.query('ANALYZE');
 }
 
+/**
+ * Waits until no backend of the bench database is active and at least `minMs` have passed, so one
+ * phase's tail (requests autocannon abandoned, autovacuum of its rows aside) does not bleed into the next.
+ */
 async function settle(minMs = 1000, maxMs = 15_000) {
   const started = performance.now();
   for (;;) {
@@ -470,8 +470,8 @@ async function deliveryThroughput(dataset, workerCount) {
   log(`creating ${submissions} submissions (${submissions * FANOUT} deliveries), no worker running`);
   await createSubmissions(dataset, submissions);
   const expected = await countPending();
-  await analyze();
   if (expected !== submissions * FANOUT) throw new Error(`expected ${submissions * FANOUT} pending, found ${expected}`);
+  await analyze();
   receiver.reset();
   results.machine.busyBefore[`delivery-${workerCount}`] = await machineBusy();
   const concurrency = await concurrencyPerWorker(workerCount);
