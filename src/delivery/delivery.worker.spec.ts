@@ -25,6 +25,20 @@ describe('WorkspaceShare', () => {
     expect(share.enter('a')).toBe(false); // the slot went to the waiting job
   });
 
+  it('keeps waiting in process while the workspace frees slots, however long its line', async () => {
+    const share = new WorkspaceShare(4);
+    for (let i = 0; i < 3; i++) share.enter('a');
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const first = share.waitTurn('a', 40);
+    const second = share.waitTurn('a', 40);
+    await sleep(30);
+    expect(share.leave('a')).toBeUndefined(); // to the first waiter
+    await expect(first).resolves.toBe(true);
+    await sleep(30);
+    expect(share.leave('a')).toBeUndefined(); // 60 ms after the second began waiting: it still waits
+    await expect(second).resolves.toBe(true);
+  });
+
   it('gives up the in-process wait after its time, and wakes a parked job when a slot frees', async () => {
     const share = new WorkspaceShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');

@@ -22,7 +22,8 @@ export class RetryLaterError extends Error {
 const INFRASTRUCTURE_RETRY_MS = 5_000;
 // A job turned away is woken by the release that frees its turn; this is only the safety net.
 const WAKE_FALLBACK_MS = 30_000;
-// A job over its workspace's share waits this long in process for the workspace's next slot, then parks.
+// A job over its workspace's share waits in process for the workspace's next slot; it parks once the
+// workspace has freed none for this long.
 const SHARE_WAIT_MS = 100;
 // Another worker holds the delivery's lease: look again once it has most likely recorded its attempt.
 const BUSY_WAIT_MS = 5_000;
@@ -84,6 +85,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       throw new DelayedError();
     }
     let holder: string | undefined;
+    let signal: DestinationSignal = 'other';
     try {
       const admission = await this.limiter.acquire(destination, `${deliveryId}:${token}`, jobId);
       if (!admission.admitted) {
@@ -93,13 +95,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       }
       holder = `${deliveryId}:${token}`;
       const result = await this.attempts.run(job.data);
-      void this.limiter.report(destination, signalOf(result)).then((ids) => this.wake(ids));
+      signal = signalOf(result);
       if (result.status === 'busy') return this.wait(job, token, Date.now() + BUSY_WAIT_MS);
       if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
       if (result.status === 'failed') throw new UnrecoverableError(result.reason);
       return result.status;
     } finally {
-      if (holder) void this.limiter.release(destination, holder).then((ids) => this.wake(ids));
+      if (holder) void this.limiter.release(destination, holder, signal).then((ids) => this.wake(ids));
       const next = this.share.leave(workspaceId);
       if (next) void this.wake([next]);
     }

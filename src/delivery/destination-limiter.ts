@@ -36,40 +36,41 @@ const ACQUIRE = `
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
   return {0, -1}`;
 
-// Frees exactly this attempt's slot (a stale holder cannot free a newer one's) and hands the turn to
-// the first waiter: returns the job ids to wake.
+// Ends an attempt in one round trip. Frees exactly this attempt's slot (a stale holder cannot free a
+// newer one's) and hands the turn to the first waiter; then feeds the breaker with what the attempt
+// showed. KEYS: slots, waiters, breaker. ARGV[3]: 'timeout' counts towards opening, 'answered' closes,
+// anything else leaves it. Opening doubles the cooldown of a breaker whose probe failed (up to 32x);
+// closing wakes up to `cap` waiters. Returns the job ids to wake.
 const RELEASE = `
-  if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return {} end
-  local id = redis.call('LPOP', KEYS[2])
-  if id then return {id} end
-  return {}`;
-
-// ARGV[2]: 'timeout' counts towards opening, 'answered' closes, anything else leaves it. Opening
-// doubles the cooldown of a breaker whose probe failed (up to 32x). Closing wakes up to `cap` waiters.
-const REPORT = `
-  local now = tonumber(ARGV[1])
-  if ARGV[2] == 'answered' then
-    local wasOpen = redis.call('HEXISTS', KEYS[1], 'open_until') == 1
-    redis.call('DEL', KEYS[1])
-    if wasOpen then return redis.call('LPOP', KEYS[2], tonumber(ARGV[5])) or {} end
-    return {}
+  local woken = {}
+  if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+    local id = redis.call('LPOP', KEYS[2])
+    if id then woken[1] = id end
   end
-  if ARGV[2] ~= 'timeout' then return {} end
-  local openUntil = tonumber(redis.call('HGET', KEYS[1], 'open_until') or '0')
+  local now = tonumber(ARGV[2])
+  if ARGV[3] == 'answered' then
+    if redis.call('HEXISTS', KEYS[3], 'open_until') == 1 then
+      for _, id in ipairs(redis.call('LPOP', KEYS[2], tonumber(ARGV[6])) or {}) do woken[#woken + 1] = id end
+    end
+    redis.call('DEL', KEYS[3])
+    return woken
+  end
+  if ARGV[3] ~= 'timeout' then return woken end
+  local openUntil = tonumber(redis.call('HGET', KEYS[3], 'open_until') or '0')
   -- Already open: attempts that began before it opened change nothing.
-  if openUntil > now then return {} end
-  local fails = redis.call('HINCRBY', KEYS[1], 'fails', 1)
-  if openUntil == 0 and fails < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[1], 86400000)
-    return {}
+  if openUntil > now then return woken end
+  local fails = redis.call('HINCRBY', KEYS[3], 'fails', 1)
+  if openUntil == 0 and fails < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', KEYS[3], 86400000)
+    return woken
   end
-  local base = tonumber(ARGV[4])
+  local base = tonumber(ARGV[5])
   local cooldown = base
-  if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', KEYS[1], 'cooldown') or base) * 2, base * 32) end
-  redis.call('HSET', KEYS[1], 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
-  redis.call('HDEL', KEYS[1], 'probe_until')
-  redis.call('PEXPIRE', KEYS[1], 86400000)
-  return {}`;
+  if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', KEYS[3], 'cooldown') or base) * 2, base * 32) end
+  redis.call('HSET', KEYS[3], 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
+  redis.call('HDEL', KEYS[3], 'probe_until')
+  redis.call('PEXPIRE', KEYS[3], 86400000)
+  return woken`;
 
 type LimiterRedis = Redis & {
   acquireSlot(
@@ -84,12 +85,13 @@ type LimiterRedis = Redis & {
     jobId: string,
     waitersTtl: number,
   ): Promise<[number, number]>;
-  releaseSlot(slots: string, waiters: string, holder: string): Promise<string[]>;
-  reportOutcome(
-    breaker: string,
+  releaseSlot(
+    slots: string,
     waiters: string,
+    breaker: string,
+    holder: string,
     now: number,
-    outcome: string,
+    signal: DestinationSignal,
     threshold: number,
     cooldownMs: number,
     cap: number,
@@ -121,8 +123,7 @@ export class DestinationLimiter {
   ) {
     this.redis = redis.get('destination-limiter') as LimiterRedis;
     this.redis.defineCommand('acquireSlot', { numberOfKeys: 3, lua: ACQUIRE });
-    this.redis.defineCommand('releaseSlot', { numberOfKeys: 2, lua: RELEASE });
-    this.redis.defineCommand('reportOutcome', { numberOfKeys: 2, lua: REPORT });
+    this.redis.defineCommand('releaseSlot', { numberOfKeys: 3, lua: RELEASE });
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
   }
 
@@ -155,19 +156,16 @@ export class DestinationLimiter {
     return admitted === 1 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null };
   }
 
-  /** Frees the slot; returns the job ids to wake (promote). */
-  async release(destination: string, holder: string): Promise<string[]> {
-    const { slots, waiters } = this.keys(destination);
-    return this.redis.releaseSlot(slots, waiters, holder).catch(() => []);
-  }
-
-  /** Feeds the circuit breaker; returns the job ids to wake when it closes. */
-  async report(destination: string, signal: DestinationSignal): Promise<string[]> {
+  /**
+   * Frees the slot and feeds the circuit breaker with what the attempt showed (`other` leaves it as it
+   * is), in one round trip; returns the job ids to wake (promote).
+   */
+  async release(destination: string, holder: string, signal: DestinationSignal = 'other'): Promise<string[]> {
+    const { slots, waiters, breaker } = this.keys(destination);
     const { threshold, cooldownMs } = this.config.breaker;
-    if (threshold === 0 || signal === 'other') return [];
-    const { breaker, waiters } = this.keys(destination);
+    const fed = threshold === 0 ? 'other' : signal;
     return this.redis
-      .reportOutcome(breaker, waiters, Date.now(), signal, threshold, cooldownMs, Math.min(this.cap, 1000))
+      .releaseSlot(slots, waiters, breaker, holder, Date.now(), fed, threshold, cooldownMs, Math.min(this.cap, 1000))
       .catch(() => []);
   }
 

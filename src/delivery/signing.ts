@@ -1,9 +1,24 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 export interface SignatureHeaders {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
+}
+
+// Node 24's createHmac turns a Buffer key into a key object on every call (about 10 us here, five
+// times the HMAC of a 1 KB body; Node 20 took 2 us), so each secret's key object is kept. Secrets
+// are few per worker; the bound only stops a worker with very many webhooks from growing without end.
+const MAX_KEYS = 10_000;
+const keys = new Map<string, KeyObject>();
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (key) return key;
+  key = createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64'));
+  if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!);
+  keys.set(secret, key);
+  return key;
 }
 
 /**
@@ -16,10 +31,8 @@ export function signPayload(
   timestampSeconds: number,
   body: string,
 ): SignatureHeaders {
-  const sign = (secret: string) => {
-    const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-    return `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
-  };
+  const signed = `${messageId}.${timestampSeconds}.${body}`;
+  const sign = (secret: string) => `v1,${createHmac('sha256', keyOf(secret)).update(signed).digest('base64')}`;
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(timestampSeconds),

@@ -69,30 +69,6 @@ const failure = (error: unknown, durationMs: number): SendResult => ({
   ...(ForbiddenDestinationError.isRefusal(error) && { refused: true }),
 });
 
-/** Rejects with a TimeoutError (and destroys the request) unless `promise` settles within `ms`. */
-function within<T>(req: ClientRequest, ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new TimeoutError(`Timed out after ${ms} ms`);
-      req.destroy(error);
-      reject(error);
-    }, ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function readCapped(response: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of response as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_RESPONSE_BYTES) throw new ResponseTooLargeError(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
 /**
  * POSTs signed payloads over keep-alive connections. Node's http client rather than undici: the removal
  * fence needs the socket connected *before* the webhook's lock is taken and the request written right
@@ -115,9 +91,12 @@ export class WebhookSender implements OnModuleDestroy {
   }
 
   /** Connects to the url's host (a kept-alive socket when there is one); never throws. */
-  async connect(url: string): Promise<Connection> {
+  connect(url: string): Promise<Connection> {
     const started = performance.now();
-    const timeoutMs = this.config.deliveryTimeoutMs;
+    const failed = (error: unknown): Connection => ({
+      ok: false,
+      result: failure(error, Math.round(performance.now() - started)),
+    });
     let req: ClientRequest;
     try {
       const target = new URL(url);
@@ -130,21 +109,37 @@ export class WebhookSender implements OnModuleDestroy {
         ...(this.lookup ? { lookup: this.lookup } : {}),
       });
     } catch (error) {
-      return { ok: false, result: failure(error, Math.round(performance.now() - started)) };
+      return Promise.resolve(failed(error));
     }
-    const failed = new Promise<never>((_, reject) => req.on('error', reject));
-    failed.catch(() => undefined); // observed below; a late error must not be unhandled
-    try {
-      await within(req, timeoutMs, Promise.race([connected(req), failed]));
-    } catch (error) {
-      req.destroy();
-      return { ok: false, result: failure(error, Math.round(performance.now() - started)) };
-    }
-    return {
-      ok: true,
-      send: (outgoing, written) => this.write(req, failed, outgoing, written),
-      abandon: () => req.destroy(),
-    };
+    const ms = this.config.deliveryTimeoutMs;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => req.destroy(new TimeoutError(`Timed out after ${ms} ms`)), ms);
+      // Once connected, an error (the socket reset while the claim runs, say) is kept for write().
+      let connected = false;
+      let lateError: Error | undefined;
+      req.on('error', (error: Error) => {
+        if (connected) {
+          lateError ??= error;
+          return;
+        }
+        clearTimeout(timer);
+        req.destroy();
+        resolve(failed(error));
+      });
+      const ready = () => {
+        clearTimeout(timer);
+        connected = true;
+        resolve({
+          ok: true,
+          send: (outgoing, written) => this.write(req, outgoing, written, lateError),
+          abandon: () => req.destroy(),
+        });
+      };
+      req.once('socket', (socket) => {
+        if (req.reusedSocket || !socket.connecting) ready();
+        else socket.once(req.protocol === 'https:' ? 'secureConnect' : 'connect', ready);
+      });
+    });
   }
 
   /** Connects and POSTs in one go (no fence): for callers with nothing to decide in between. */
@@ -154,55 +149,72 @@ export class WebhookSender implements OnModuleDestroy {
     return connection.send({ body, headers }, () => undefined);
   }
 
-  private async write(
+  /**
+   * Writes the request and reads the answer, at most 64 KiB of body, all within one timeout. Events
+   * and one timer rather than a promise per step: this runs once per delivery attempt.
+   */
+  private write(
     req: ClientRequest,
-    failed: Promise<never>,
     { body, headers }: Outgoing,
     written: () => void,
+    earlier: Error | undefined,
   ): Promise<SendResult> {
     const started = performance.now();
-    const done = (result: Omit<SendResult, 'durationMs'>): SendResult => ({
-      ...result,
-      durationMs: Math.round(performance.now() - started),
+    const ms = this.config.deliveryTimeoutMs;
+    return new Promise((resolve) => {
+      let statusCode: number | null = null;
+      let retryAfter: string | undefined;
+      let settled = false;
+      const finish = (result: Omit<SendResult, 'durationMs'>) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ ...result, durationMs: Math.round(performance.now() - started) });
+      };
+      // Before the answer: a failure of the attempt as a whole. After it: the status, without a body.
+      const fail = (error: unknown) => {
+        req.destroy();
+        if (statusCode === null) finish({ ...failure(error, 0) });
+        else finish({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error) });
+      };
+      const timer = setTimeout(() => fail(new TimeoutError(`Timed out after ${ms} ms`)), ms);
+      req.on('error', fail);
+      if (earlier) {
+        fail(earlier);
+        setImmediate(written);
+        return;
+      }
+      req.once('response', (response: IncomingMessage) => {
+        statusCode = response.statusCode ?? null;
+        const header = response.headers['retry-after'];
+        retryAfter = Array.isArray(header) ? header[0] : header;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES)
+            fail(new ResponseTooLargeError(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`));
+          else chunks.push(chunk);
+        });
+        response.on('error', fail);
+        response.on('end', () => {
+          const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
+          finish({ ok, statusCode, responseExcerpt: excerptOf(Buffer.concat(chunks)), retryAfter, error: null });
+        });
+      });
+      try {
+        for (const name in headers) req.setHeader(name, headers[name]);
+        req.setHeader('content-length', Buffer.byteLength(body));
+        req.end(body); // a connected socket takes the request synchronously
+      } catch (error) {
+        fail(error);
+      }
+      setImmediate(written);
     });
-    const timeoutMs = this.config.deliveryTimeoutMs;
-    let response: IncomingMessage;
-    try {
-      for (const [name, value] of Object.entries(headers)) req.setHeader(name, value);
-      req.setHeader('content-length', Buffer.byteLength(body));
-      const answered = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
-      req.end(body); // a connected socket takes the request synchronously
-      setImmediate(written);
-      response = await within(req, timeoutMs, Promise.race([answered, failed]));
-    } catch (error) {
-      setImmediate(written);
-      return done(failure(error, 0));
-    }
-    const statusCode = response.statusCode ?? null;
-    const header = response.headers['retry-after'];
-    const retryAfter = Array.isArray(header) ? header[0] : header;
-    try {
-      const raw = await within(req, Math.max(1, timeoutMs - (performance.now() - started)), readCapped(response));
-      const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
-      return done({ ok, statusCode, responseExcerpt: excerptOf(raw), retryAfter, error: null });
-    } catch (error) {
-      req.destroy();
-      return done({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error) });
-    }
   }
 
   onModuleDestroy(): void {
     this.agents['http:'].destroy();
     this.agents['https:'].destroy();
   }
-}
-
-/** Resolves once the request has a socket that is connected (and, for https, past its handshake). */
-function connected(req: ClientRequest): Promise<void> {
-  return new Promise((resolve) => {
-    req.once('socket', (socket) => {
-      if (req.reusedSocket || !socket.connecting) return resolve();
-      socket.once(req.protocol === 'https:' ? 'secureConnect' : 'connect', () => resolve());
-    });
-  });
 }

@@ -1,14 +1,17 @@
 /**
  * One workspace's share of a worker's slots. A workspace may always hold a quarter of them; beyond
  * that it may take more only while another quarter stays free, so a workspace with many slow or dead
- * receivers never leaves the others waiting for a slot. A job over its share first waits briefly in
- * process for its workspace's next free slot (fast receivers free one within milliseconds, so a busy
- * healthy workspace never bounces through Redis); only then is it parked. Per worker process.
+ * receivers never leaves the others waiting for a slot. A job over its share waits in process for its
+ * workspace's next free slot as long as the workspace keeps freeing slots (a busy workspace with
+ * answering receivers never bounces its jobs through Redis, however long its line); it is parked once
+ * the workspace has freed none for the wait's time (its receivers hang). Per worker process.
  */
 export class WorkspaceShare {
   private readonly held = new Map<string, number>();
   private readonly queued = new Map<string, ((admitted: boolean) => void)[]>();
   private readonly parked = new Map<string, string[]>();
+  /** When each workspace holding slots last freed one. */
+  private readonly freedAt = new Map<string, number>();
   private total = 0;
   private readonly quarter: number;
 
@@ -23,16 +26,25 @@ export class WorkspaceShare {
     return true;
   }
 
-  /** Waits up to `ms` for the workspace's next freed slot; true when it got one. */
+  /**
+   * Waits for one of the workspace's freed slots while the workspace frees one at least every `ms`;
+   * true when it got one, false once `ms` passed without the workspace freeing any.
+   */
   waitTurn(workspaceId: string, ms: number): Promise<boolean> {
     return new Promise((resolve) => {
       const queue = this.queued.get(workspaceId) ?? [];
-      const timer = setTimeout(() => {
+      const giveUp = () => {
+        const idle = Date.now() - (this.freedAt.get(workspaceId) ?? 0);
+        if (idle < ms) {
+          timer = setTimeout(giveUp, ms - idle);
+          return;
+        }
         const index = queue.indexOf(turn);
         if (index >= 0) queue.splice(index, 1);
         if (queue.length === 0) this.queued.delete(workspaceId);
         resolve(false);
-      }, ms);
+      };
+      let timer = setTimeout(giveUp, ms);
       const turn = (admitted: boolean) => {
         clearTimeout(timer);
         resolve(admitted);
@@ -49,6 +61,8 @@ export class WorkspaceShare {
     if (mine <= 1) this.held.delete(workspaceId);
     else this.held.set(workspaceId, mine - 1);
     this.total--;
+    if (this.held.has(workspaceId) || this.queued.has(workspaceId)) this.freedAt.set(workspaceId, Date.now());
+    else this.freedAt.delete(workspaceId);
     const queue = this.queued.get(workspaceId);
     if (queue?.length && this.allows(workspaceId)) {
       const turn = queue.shift()!;
