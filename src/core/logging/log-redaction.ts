@@ -10,6 +10,7 @@ type Values = Record<string, unknown>;
 const hasKeyShape = (text: string): boolean => text.search(KEY_SHAPED) !== -1;
 
 function decoded(text: string): string {
+  if (!text.includes('%')) return text;
   try {
     return decodeURIComponent(text);
   } catch {

@@ -38,6 +38,19 @@ function level(req: HttpRequest, res: ServerResponse): Level {
   return res.statusCode >= 400 ? 'warn' : 'info';
 }
 
+/**
+ * The request line's level, or `silent` when LOG_LEVEL leaves it out: pino-http then skips the line
+ * at once, where a disabled level would still build its object and message (the route, the redacted
+ * url) on every request.
+ */
+function levelWithin(threshold: string): (req: HttpRequest, res: ServerResponse) => Level | 'silent' {
+  const least = pino.levels.values[threshold] ?? Infinity; // LOG_LEVEL=silent: no level is enough
+  return (req, res) => {
+    const chosen = level(req, res);
+    return pino.levels.values[chosen] >= least ? chosen : 'silent';
+  };
+}
+
 const requestLine = (req: HttpRequest, res: ServerResponse) =>
   `${req.method} ${redactUrl(req.originalUrl ?? req.url ?? '')} ${res.writableFinished ? res.statusCode : 'aborted by the client'}`;
 
@@ -58,7 +71,7 @@ function loggerParams(config: AppConfig, destination?: DestinationStream): Param
     // The request's params are the logging middleware's own wildcard (`splat`): `route` says more.
     serializers: { req: ({ params: _params, ...req }) => redactMessage(req), res: redactMessage },
     genReqId: requestId,
-    customLogLevel: level,
+    customLogLevel: levelWithin(config.logLevel),
     // The route and the workspace are known only at the end: added to the request's line there, not bound
     // with customProps (which makes two more child loggers per request, each serializing its bindings).
     customSuccessObject: (req, res, line: Record<string, unknown>) => ({ ...line, ...endProps(req, res) }),
