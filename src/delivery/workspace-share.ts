@@ -42,6 +42,7 @@ export class WorkspaceShare {
         const index = queue.indexOf(turn);
         if (index >= 0) queue.splice(index, 1);
         if (queue.length === 0) this.queued.delete(workspaceId);
+        if (!this.held.has(workspaceId) && !this.queued.has(workspaceId)) this.freedAt.delete(workspaceId);
         resolve(false);
       };
       let timer = setTimeout(giveUp, ms);
