@@ -11,12 +11,13 @@ const resolver: Resolver = (hostname, callback) =>
     ? callback(null, [{ address: '127.0.0.1', family: 4 }])
     : callback(new Error('ENOTFOUND'), []);
 
-const senderWith = (allowPrivateTargets: boolean) =>
+const senderWith = (allowPrivateTargets: boolean, env: Record<string, string> = {}) =>
   new WebhookSender(
     loadConfig({
       NODE_ENV: 'test',
       DELIVERY_TIMEOUT_MS: '1000',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: String(allowPrivateTargets),
+      ...env,
     }),
     resolver,
   );
@@ -52,8 +53,8 @@ describe('excerptOf', () => {
 describe('WebhookSender', () => {
   let receiver: Receiver;
   const senders: WebhookSender[] = [];
-  const sender = (allowPrivateTargets: boolean) => {
-    const s = senderWith(allowPrivateTargets);
+  const sender = (allowPrivateTargets: boolean, env?: Record<string, string>) => {
+    const s = senderWith(allowPrivateTargets, env);
     senders.push(s);
     return s;
   };
@@ -93,6 +94,29 @@ describe('WebhookSender', () => {
       expect(req.headers['content-type']).toBe('application/json');
       expect(req.headers['user-agent']).toBe(USER_AGENT);
       expect(req.headers['webhook-id']).toBe('msg_1');
+    });
+
+    it('keeps as many connections to a busy destination open for reuse as the worker has slots', async () => {
+      // Node's agent keeps 256 idle sockets per host by default: past that, every round would reconnect.
+      const busy = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => setTimeout(() => res.end('ok'), 20));
+      });
+      let connections = 0;
+      busy.on('connection', () => connections++);
+      await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(busy.address() as AddressInfo).port}/hook`;
+        const s = sender(true, { WORKER_CONCURRENCY: '300' });
+        const round = async () =>
+          (await Promise.all(Array.from({ length: 300 }, () => s.send(url, '{}', {})))).filter((r) => r.ok);
+        expect(await round()).toHaveLength(300);
+        expect(await round()).toHaveLength(300);
+        expect(connections).toBe(300);
+      } finally {
+        busy.closeAllConnections();
+        await new Promise((resolve) => busy.close(resolve));
+      }
     });
 
     it('keeps at most 2 KiB of the response body, cut on a character boundary', async () => {

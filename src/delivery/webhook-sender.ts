@@ -85,7 +85,14 @@ export class WebhookSender implements OnModuleDestroy {
     @Inject(SSRF_RESOLVER) resolver: Resolver | undefined,
   ) {
     // Idle sockets close after 4 s, before the 5 s keep-alive of common servers drops them under a request.
-    const options = { keepAlive: true, timeout: 4_000, scheduling: 'lifo' as const };
+    // As many may idle as attempts run at once: with Node's default of 256 per host, a worker of 500
+    // slots closed and reopened a connection for about one delivery in five to a busy receiver.
+    const options = {
+      keepAlive: true,
+      timeout: 4_000,
+      scheduling: 'lifo' as const,
+      maxFreeSockets: Math.max(256, config.workerConcurrency),
+    };
     this.agents = { 'http:': new http.Agent(options), 'https:': new https.Agent(options) };
     this.lookup = config.allowPrivateTargets ? undefined : guardedLookup(resolver);
   }
