@@ -181,16 +181,11 @@ export class WebhookSender implements OnModuleDestroy {
       // Before the answer: a failure of the attempt as a whole. After it: the status, without a body.
       const fail = (error: unknown) => {
         req.destroy();
-        if (statusCode === null) finish({ ...failure(error, 0) });
+        if (statusCode === null) finish(failure(error, 0));
         else finish({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error) });
       };
       const timer = setTimeout(() => fail(new TimeoutError(`Timed out after ${ms} ms`)), ms);
       req.on('error', fail);
-      if (earlier) {
-        fail(earlier);
-        setImmediate(written);
-        return;
-      }
       req.once('response', (response: IncomingMessage) => {
         statusCode = response.statusCode ?? null;
         const header = response.headers['retry-after'];
@@ -210,6 +205,7 @@ export class WebhookSender implements OnModuleDestroy {
         });
       });
       try {
+        if (earlier) throw earlier; // the socket failed while the claim ran: nothing is written
         for (const name in headers) req.setHeader(name, headers[name]);
         req.setHeader('content-length', Buffer.byteLength(body));
         req.end(body); // a connected socket takes the request synchronously
