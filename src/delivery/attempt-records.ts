@@ -6,7 +6,6 @@ import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { queryPrepared } from '../core/database/prepared.js';
 import { ATTEMPT_RECORD } from '../core/database/statements.js';
-import { newId } from '../core/ids.js';
 import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
 import type { DisabledReason } from '../webhooks/webhook.entity.js';
 import { DeliveryEntity, type DeliveryStatus } from './delivery.entity.js';
@@ -61,7 +60,6 @@ export class AttemptRecords {
     const column = <K extends keyof AttemptRecord>(key: K) => records.map((r) => r[key]);
     const rows = await queryPrepared<RecordRow>(this.dataSource, ATTEMPT_RECORD, [
       column('deliveryId'),
-      records.map(() => newId()),
       column('attemptNumber'),
       column('trigger'),
       column('startedAt'),

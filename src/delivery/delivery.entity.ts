@@ -78,24 +78,28 @@ export class DeliveryEntity {
   leaseUntil?: Date | null;
 }
 
+/**
+ * An attempt is named by its delivery, its number and its start (migration 1764300000000): two rows share
+ * a number only when a lease ran out while a request was out and another worker took the number over.
+ */
 @Entity('delivery_attempts')
-@Index('delivery_attempts_delivery_idx', ['deliveryId', 'attemptNumber'])
 export class DeliveryAttemptEntity {
-  @PrimaryColumn({ type: 'varchar', length: 32 })
-  id: string;
-
   @ForeignKey(() => DeliveryEntity, { name: 'delivery_attempts_delivery_id_fkey', onDelete: 'CASCADE' })
-  @Column({ name: 'delivery_id', type: 'varchar', length: 32 })
+  @PrimaryColumn({ name: 'delivery_id', type: 'varchar', length: 32 })
   deliveryId: string;
 
-  @Column({ name: 'attempt_number', type: 'integer' })
+  @PrimaryColumn({ name: 'attempt_number', type: 'integer' })
   attemptNumber: number;
+
+  @PrimaryColumn({ name: 'started_at', type: 'timestamptz', precision: 3 })
+  startedAt: Date;
+
+  /** Written only by workers of the release before 1764300000000; dropped in the next release. */
+  @Column({ type: 'varchar', length: 32, nullable: true, select: false })
+  id: string | null;
 
   @Column({ type: 'varchar', length: 16, default: 'scheduled' })
   trigger: 'scheduled' | 'manual';
-
-  @Column({ name: 'started_at', type: 'timestamptz', precision: 3 })
-  startedAt: Date;
 
   @Column({ name: 'duration_ms', type: 'integer' })
   durationMs: number;

@@ -16,6 +16,7 @@ import { AttemptLease1764100000000 } from './migrations/1764100000000-attempt-le
 import { OperateDeliveries1764200000000 } from './migrations/1764200000000-operate-deliveries.js';
 import { ClaimSkipsDisabled1764210000000 } from './migrations/1764210000000-claim-skips-disabled.js';
 import { CalculatorSubmissionCounters1764250000000 } from './migrations/1764250000000-calculator-submission-counters.js';
+import { AttemptNaturalKey1764300000000 } from './migrations/1764300000000-attempt-natural-key.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   OperateDeliveries1764200000000,
   ClaimSkipsDisabled1764210000000,
   CalculatorSubmissionCounters1764250000000,
+  AttemptNaturalKey1764300000000,
 ];
 
 /**

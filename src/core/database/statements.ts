@@ -83,10 +83,11 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
  * SQL because every attempt finished since the last write goes in one statement (group commit, from
  * arrays): an insert per attempt plus an update per delivery and per webhook through the ORM would be
  * 3n round trips. The update only applies to the attempt the delivery is at, so a stale duplicate cannot
- * overwrite a newer result; a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
+ * overwrite a newer result (its attempt is still logged, beside the newer one; the same attempt twice is logged
+ * once); a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
  * Each webhook of the batch is written once (its health, DESIGN 7.1): the recorded attempts are folded
  * in attempt order into its failure streak, and it is disabled on a 410 (`gone`) or when the streak reaches
- * $14 failures while its first failure is older than $15 ms (`failing`; 0 = never). The webhook rows are
+ * $13 failures while its first failure is older than $14 ms (`failing`; 0 = never). The webhook rows are
  * locked first, in id order (the one-time filter on `updated` runs `locked` before any delivery is
  * touched), as DELETE and disable lock the webhook before its deliveries: no two writers can deadlock.
  * The streak is read from `locked`, which returns each row as it is once locked (the statement's snapshot
@@ -98,21 +99,22 @@ export const ATTEMPT_RECORD = prepared(
   'delivery_record_attempts',
   `
   WITH input AS (
-    SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::int[], $4::varchar[], $5::timestamptz[], $6::int[],
-                         $7::int[], $8::text[], $9::text[], $10::boolean[], $11::varchar[], $12::timestamptz[],
-                         $13::timestamptz[]) WITH ORDINALITY
-      AS i(delivery_id, attempt_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body,
-           error, succeeded, status, next_attempt_at, finished_at, ord)
+    SELECT * FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[], $5::int[], $6::int[],
+                         $7::text[], $8::text[], $9::boolean[], $10::varchar[], $11::timestamptz[],
+                         $12::timestamptz[]) WITH ORDINALITY
+      AS i(delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
+           succeeded, status, next_attempt_at, finished_at, ord)
   ), locked AS (
     SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at FROM webhooks w
     WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id)
     ORDER BY w.id FOR NO KEY UPDATE
   ), attempt AS (
-    INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
+    INSERT INTO delivery_attempts (delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
                                    response_body, error, succeeded)
-    SELECT attempt_id, delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body,
-           error, succeeded
+    SELECT delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
+           succeeded
     FROM input
+    ON CONFLICT DO NOTHING
   ), updated AS (
     UPDATE deliveries d SET
       status = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.status ELSE i.status END,
@@ -142,8 +144,8 @@ export const ATTEMPT_RECORD = prepared(
     FROM batch b JOIN locked w ON w.id = b.webhook_id
   ), decided AS (
     SELECT s.*, CASE WHEN NOT s.active THEN NULL WHEN s.gone THEN 'gone'
-                     WHEN $15::bigint > 0 AND s.failures > 0 AND s.failures_now >= $14::int
-                          AND s.failing_since < now() - make_interval(secs => $15::bigint / 1000.0) THEN 'failing'
+                     WHEN $14::bigint > 0 AND s.failures > 0 AND s.failures_now >= $13::int
+                          AND s.failing_since < now() - make_interval(secs => $14::bigint / 1000.0) THEN 'failing'
                 END AS disable
     FROM streak s
   ), health AS (
