@@ -1,102 +1,119 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import { Batcher } from '../core/batcher.js';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { RedisClients } from '../core/redis/redis.module.js';
 
-// KEYS: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's slots free
-// themselves), breaker (hash), waiters (list of job ids). Returns {1} when admitted, else {0, until}:
-// until > 0 is when the destination may be tried again (breaker open), -1 means "woken by a release".
+// Both scripts serve a batch: the attempts that start (or end) while the previous call is out go to Redis
+// in one call, each with its own three keys (slots, breaker, waiters), in the order they came. Every key
+// of a call must be in one Redis Cluster slot: they are, under a hash-tag QUEUE_PREFIX (SCALING.md).
+
+// Per attempt: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's slots
+// free themselves), breaker (hash), waiters (list of job ids). ARGV: now, expiresAt, cap, ttl, waitersTtl,
+// then holder and job id per attempt. Returns per attempt 0 when admitted, else until: > 0 is when the
+// destination may be tried again (breaker open), -1 means "woken by a release".
 const ACQUIRE = `
   local now = tonumber(ARGV[1])
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  local openUntil = tonumber(redis.call('HGET', KEYS[2], 'open_until') or '0')
-  if openUntil > now then return {0, openUntil} end
-  local probing = false
-  if openUntil > 0 then
-    local probe = tonumber(redis.call('HGET', KEYS[2], 'probe_until') or '0')
-    if probe > now then
-      redis.call('LREM', KEYS[3], 0, ARGV[6])
-      redis.call('RPUSH', KEYS[3], ARGV[6])
-      redis.call('PEXPIRE', KEYS[3], ARGV[7])
-      return {0, probe}
+  local cap = tonumber(ARGV[3])
+  local function wait(waiters, jobId)
+    redis.call('LREM', waiters, 0, jobId)
+    redis.call('RPUSH', waiters, jobId)
+    redis.call('PEXPIRE', waiters, ARGV[5])
+  end
+  local function acquire(slots, breaker, waiters, holder, jobId)
+    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+    local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+    if openUntil > now then return openUntil end
+    local probing = false
+    if openUntil > 0 then
+      local probe = tonumber(redis.call('HGET', breaker, 'probe_until') or '0')
+      if probe > now then
+        wait(waiters, jobId)
+        return probe
+      end
+      redis.call('HSET', breaker, 'probe_until', ARGV[2])
+      probing = true
     end
-    redis.call('HSET', KEYS[2], 'probe_until', ARGV[2])
-    probing = true
+    if redis.call('ZSCORE', slots, holder) or redis.call('ZCARD', slots) < cap then
+      redis.call('ZADD', slots, ARGV[2], holder)
+      redis.call('PEXPIRE', slots, ARGV[4])
+      redis.call('LREM', waiters, 0, jobId)
+      return 0
+    end
+    if probing then redis.call('HDEL', breaker, 'probe_until') end
+    wait(waiters, jobId)
+    return -1
   end
-  if redis.call('ZSCORE', KEYS[1], ARGV[4]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
-    redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-    redis.call('PEXPIRE', KEYS[1], ARGV[5])
-    redis.call('LREM', KEYS[3], 0, ARGV[6])
-    return {1, 0}
+  local out = {}
+  for i = 0, #KEYS / 3 - 1 do
+    out[i + 1] = acquire(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[6 + 2 * i], ARGV[7 + 2 * i])
   end
-  if probing then redis.call('HDEL', KEYS[2], 'probe_until') end
-  redis.call('LREM', KEYS[3], 0, ARGV[6])
-  redis.call('RPUSH', KEYS[3], ARGV[6])
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
-  return {0, -1}`;
+  return out`;
 
-// Ends an attempt in one round trip. Frees exactly this attempt's slot (a stale holder cannot free a
-// newer one's) and hands the turn to the first waiter; then feeds the breaker with what the attempt
-// showed. KEYS: slots, waiters, breaker. ARGV[3]: 'timeout' counts towards opening, 'answered' closes,
-// anything else leaves it. Opening doubles the cooldown of a breaker whose probe failed (up to 32x);
-// closing wakes up to `cap` waiters. Returns the job ids to wake.
+// Ends attempts. Frees exactly each attempt's slot (a stale holder cannot free a newer one's) and hands
+// the turn to the first waiter; then feeds the breaker with what the attempt showed. Per attempt: slots,
+// breaker, waiters; ARGV: now, threshold, cooldown, cap, then holder and signal per attempt: 'timeout'
+// counts towards opening, 'answered' closes, anything else leaves it. Opening doubles the cooldown of a
+// breaker whose probe failed (up to 32x); closing wakes up to `cap` waiters. Returns per attempt the job
+// ids to wake.
 const RELEASE = `
-  local woken = {}
-  if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-    local id = redis.call('LPOP', KEYS[2])
-    if id then woken[1] = id end
-  end
-  local now = tonumber(ARGV[2])
-  if ARGV[3] == 'answered' then
-    if redis.call('HEXISTS', KEYS[3], 'open_until') == 1 then
-      for _, id in ipairs(redis.call('LPOP', KEYS[2], tonumber(ARGV[6])) or {}) do woken[#woken + 1] = id end
+  local now = tonumber(ARGV[1])
+  local threshold = tonumber(ARGV[2])
+  local base = tonumber(ARGV[3])
+  local function release(slots, breaker, waiters, holder, signal)
+    local woken = {}
+    if redis.call('ZREM', slots, holder) == 1 then
+      local id = redis.call('LPOP', waiters)
+      if id then woken[1] = id end
     end
-    redis.call('DEL', KEYS[3])
+    if signal == 'answered' then
+      if redis.call('HEXISTS', breaker, 'open_until') == 1 then
+        for _, id in ipairs(redis.call('LPOP', waiters, tonumber(ARGV[4])) or {}) do woken[#woken + 1] = id end
+      end
+      redis.call('DEL', breaker)
+      return woken
+    end
+    if signal ~= 'timeout' then return woken end
+    local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+    -- Already open: attempts that began before it opened change nothing.
+    if openUntil > now then return woken end
+    local fails = redis.call('HINCRBY', breaker, 'fails', 1)
+    if openUntil == 0 and fails < threshold then
+      redis.call('PEXPIRE', breaker, 86400000)
+      return woken
+    end
+    local cooldown = base
+    if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', breaker, 'cooldown') or base) * 2, base * 32) end
+    redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
+    redis.call('HDEL', breaker, 'probe_until')
+    redis.call('PEXPIRE', breaker, 86400000)
     return woken
   end
-  if ARGV[3] ~= 'timeout' then return woken end
-  local openUntil = tonumber(redis.call('HGET', KEYS[3], 'open_until') or '0')
-  -- Already open: attempts that began before it opened change nothing.
-  if openUntil > now then return woken end
-  local fails = redis.call('HINCRBY', KEYS[3], 'fails', 1)
-  if openUntil == 0 and fails < tonumber(ARGV[4]) then
-    redis.call('PEXPIRE', KEYS[3], 86400000)
-    return woken
+  local out = {}
+  for i = 0, #KEYS / 3 - 1 do
+    out[i + 1] = release(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[5 + 2 * i], ARGV[6 + 2 * i])
   end
-  local base = tonumber(ARGV[5])
-  local cooldown = base
-  if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', KEYS[3], 'cooldown') or base) * 2, base * 32) end
-  redis.call('HSET', KEYS[3], 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
-  redis.call('HDEL', KEYS[3], 'probe_until')
-  redis.call('PEXPIRE', KEYS[3], 86400000)
-  return woken`;
+  return out`;
 
 type LimiterRedis = Redis & {
-  acquireSlot(
-    slots: string,
-    breaker: string,
-    waiters: string,
-    now: number,
-    expiresAt: number,
-    cap: number,
-    holder: string,
-    ttl: number,
-    jobId: string,
-    waitersTtl: number,
-  ): Promise<[number, number]>;
-  releaseSlot(
-    slots: string,
-    waiters: string,
-    breaker: string,
-    holder: string,
-    now: number,
-    signal: DestinationSignal,
-    threshold: number,
-    cooldownMs: number,
-    cap: number,
-  ): Promise<string[]>;
+  /** numkeys, then the keys and the arguments as ACQUIRE reads them. */
+  acquireSlots(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  /** numkeys, then the keys and the arguments as RELEASE reads them. */
+  releaseSlots(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<string[][]>;
 };
+
+interface Acquiring {
+  destination: string;
+  holder: string;
+  jobId: string;
+}
+
+interface Releasing {
+  destination: string;
+  holder: string;
+  signal: DestinationSignal;
+}
 
 export type Admission = { admitted: true } | { admitted: false; until: number | null };
 
@@ -105,6 +122,7 @@ export type DestinationSignal = 'timeout' | 'answered' | 'other';
 
 const WAITERS_TTL_MS = 3_600_000;
 const UNCAPPED = 1_000_000_000;
+const MAX_BATCH = 500;
 
 /**
  * Per-destination (host:port) admission across all workers: an in-flight cap, so one slow or dead
@@ -116,14 +134,17 @@ const UNCAPPED = 1_000_000_000;
 export class DestinationLimiter {
   private readonly redis: LimiterRedis;
   private readonly slotTtlMs: number;
+  // One call out at a time each: what comes meanwhile goes in the next (one script run, not one per attempt).
+  private readonly acquires = new Batcher<Acquiring, Admission>((batch) => this.acquireBatch(batch), 1, MAX_BATCH);
+  private readonly releases = new Batcher<Releasing, string[]>((batch) => this.releaseBatch(batch), 1, MAX_BATCH);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     redis: RedisClients,
   ) {
     this.redis = redis.get('destination-limiter') as LimiterRedis;
-    this.redis.defineCommand('acquireSlot', { numberOfKeys: 3, lua: ACQUIRE });
-    this.redis.defineCommand('releaseSlot', { numberOfKeys: 3, lua: RELEASE });
+    this.redis.defineCommand('acquireSlots', { lua: ACQUIRE });
+    this.redis.defineCommand('releaseSlots', { lua: RELEASE });
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
   }
 
@@ -131,47 +152,59 @@ export class DestinationLimiter {
     return this.config.maxInFlightPerDestination || UNCAPPED;
   }
 
-  private keys(destination: string) {
+  private keys(destination: string): string[] {
     const base = `${this.config.queuePrefix}:dest:${destination}`;
-    return { slots: `${base}:inflight`, breaker: `${base}:breaker`, waiters: `${base}:waiters` };
+    return [`${base}:inflight`, `${base}:breaker`, `${base}:waiters`];
   }
 
   /** `holder` names this attempt (delivery id and job lock token); `jobId` is what a release wakes. */
-  async acquire(destination: string, holder: string, jobId: string): Promise<Admission> {
-    const { slots, breaker, waiters } = this.keys(destination);
-    const now = Date.now();
-    const ttl = this.slotTtlMs;
-    const [admitted, until] = await this.redis.acquireSlot(
-      slots,
-      breaker,
-      waiters,
-      now,
-      now + ttl,
-      this.cap,
-      holder,
-      ttl,
-      jobId,
-      WAITERS_TTL_MS,
-    );
-    return admitted === 1 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null };
+  acquire(destination: string, holder: string, jobId: string): Promise<Admission> {
+    return this.acquires.add({ destination, holder, jobId });
   }
 
   /**
    * Frees the slot and feeds the circuit breaker with what the attempt showed (`other` leaves it as it
    * is), in one round trip; returns the job ids to wake (promote).
    */
-  async release(destination: string, holder: string, signal: DestinationSignal = 'other'): Promise<string[]> {
-    const { slots, waiters, breaker } = this.keys(destination);
+  release(destination: string, holder: string, signal: DestinationSignal = 'other'): Promise<string[]> {
+    const fed = this.config.breaker.threshold === 0 ? 'other' : signal;
+    return this.releases.add({ destination, holder, signal: fed }).catch(() => []);
+  }
+
+  private async acquireBatch(batch: Acquiring[]): Promise<Admission[]> {
+    const now = Date.now();
+    const ttl = this.slotTtlMs;
+    const results = await this.redis.acquireSlots(
+      batch.length * 3,
+      ...batch.flatMap(({ destination }) => this.keys(destination)),
+      now,
+      now + ttl,
+      this.cap,
+      ttl,
+      WAITERS_TTL_MS,
+      ...batch.flatMap(({ holder, jobId }) => [holder, jobId]),
+    );
+    return results.map((until) =>
+      until === 0 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null },
+    );
+  }
+
+  private releaseBatch(batch: Releasing[]): Promise<string[][]> {
     const { threshold, cooldownMs } = this.config.breaker;
-    const fed = threshold === 0 ? 'other' : signal;
-    return this.redis
-      .releaseSlot(slots, waiters, breaker, holder, Date.now(), fed, threshold, cooldownMs, Math.min(this.cap, 1000))
-      .catch(() => []);
+    return this.redis.releaseSlots(
+      batch.length * 3,
+      ...batch.flatMap(({ destination }) => this.keys(destination)),
+      Date.now(),
+      threshold,
+      cooldownMs,
+      Math.min(this.cap, 1000),
+      ...batch.flatMap(({ holder, signal }) => [holder, signal]),
+    );
   }
 
   /** True when a slot is free now (a job that just went to wait checks it, in case its wake was missed). */
   async hasRoom(destination: string): Promise<boolean> {
-    const { slots } = this.keys(destination);
+    const [slots] = this.keys(destination);
     const now = Date.now();
     const results = await this.redis
       .multi()

@@ -170,4 +170,28 @@ describe('DestinationLimiter slots', () => {
     expect(await limiter.release('host:1', 'delivery-a:token-1')).toEqual(['job-a-again']);
     expect(await limiter.acquire('host:1', 'delivery-a:token-2', 'job-a-again')).toEqual({ admitted: true });
   });
+
+  it('taken and freed by attempts that come together (one script run) keep the cap and wake in order', async () => {
+    const tries = await Promise.all([
+      limiter.acquire('host:2', 'delivery-c:token', 'job-c'),
+      limiter.acquire('host:2', 'delivery-d:token', 'job-d'),
+      limiter.acquire('host:3', 'delivery-e:token', 'job-e'),
+      limiter.acquire('host:2', 'delivery-f:token', 'job-f'),
+    ]);
+    expect(tries).toEqual([
+      { admitted: true },
+      { admitted: false, until: null },
+      { admitted: true },
+      { admitted: false, until: null },
+    ]);
+    const woken = await Promise.all([
+      limiter.release('host:3', 'delivery-e:token'),
+      limiter.release('host:2', 'delivery-c:token'),
+      limiter.release('host:2', 'delivery-x:stale'),
+    ]);
+    expect(woken).toEqual([[], ['job-d'], []]);
+    // job-d's turn: it takes the slot job-c freed; job-f still waits.
+    expect(await limiter.acquire('host:2', 'delivery-d:token', 'job-d')).toEqual({ admitted: true });
+    expect(await limiter.release('host:2', 'delivery-d:token')).toEqual(['job-f']);
+  });
 });
