@@ -3,7 +3,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * One round trip to start an attempt: take the webhook's shared lock, then read the pending
  * delivery. The function is VOLATILE, so the read gets a snapshot taken after the lock is held and
- * sees a removal that committed while it waited. 7270 is WEBHOOK_LOCK_NAMESPACE (webhook-lock.ts).
+ * sees a removal that committed while it waited. 7270 is WEBHOOK_LOCK_NAMESPACE (core/database/statements.ts).
  */
 export class BeginDeliveryAttempt1763910000000 implements MigrationInterface {
   name = 'BeginDeliveryAttempt1763910000000';
