@@ -167,8 +167,7 @@ export class DestinationLimiter {
    * is), in one round trip; returns the job ids to wake (promote).
    */
   release(destination: string, holder: string, signal: DestinationSignal = 'other'): Promise<string[]> {
-    const fed = this.config.breaker.threshold === 0 ? 'other' : signal;
-    return this.releases.add({ destination, holder, signal: fed }).catch(() => []);
+    return this.releases.add({ destination, holder, signal }).catch(() => []);
   }
 
   private async acquireBatch(batch: Acquiring[]): Promise<Admission[]> {
@@ -198,7 +197,8 @@ export class DestinationLimiter {
       threshold,
       cooldownMs,
       Math.min(this.cap, 1000),
-      ...batch.flatMap(({ holder, signal }) => [holder, signal]),
+      // A breaker switched off (threshold 0) is fed nothing: every attempt counts as `other`.
+      ...batch.flatMap(({ holder, signal }) => [holder, threshold === 0 ? 'other' : signal]),
     );
   }
 
