@@ -15,6 +15,10 @@ describe('attempt claims (real Postgres, no worker)', () => {
 
   /** Pending deliveries due now, of a webhook of a new workspace. */
   async function pendingDeliveries(count: number): Promise<string[]> {
+    return (await webhookWithPending(count)).ids;
+  }
+
+  async function webhookWithPending(count: number): Promise<{ webhookId: string; ids: string[] }> {
     const setup = await setupWebhook(t, URL);
     const submission = await submit(setup.api, setup.calculator.id);
     const owner = ownerOf(setup, submission);
@@ -24,7 +28,7 @@ describe('attempt claims (real Postgres, no worker)', () => {
       Array.from({ length: count }, () => ({ status: 'pending' as const, createdAt: new Date() })),
     );
     await t.dataSource.query(`UPDATE deliveries SET next_attempt_at = now() WHERE id = ANY($1)`, [ids]);
-    return ids;
+    return { webhookId: setup.webhook.id, ids };
   }
 
   const releaseAll = (claims: Claim[]) => {
@@ -44,5 +48,96 @@ describe('attempt claims (real Postgres, no worker)', () => {
     const later = await claims.claim(duplicated);
     releaseAll([later]);
     expect(later.outcome).toBe('busy');
+  });
+
+  it('one batch of every kind: each delivery gets its outcome, and only webhooks with a leased one stay locked', async () => {
+    const open = await webhookWithPending(2);
+    const removed = await webhookWithPending(1);
+    const disabled = await webhookWithPending(1);
+    const other = await webhookWithPending(2); // one leased by another worker, one already delivered
+    await t.dataSource.query(`UPDATE webhooks SET removed_at = now() WHERE id = $1`, [removed.webhookId]);
+    await t.dataSource.query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [
+      disabled.webhookId,
+    ]);
+    const [leasedElsewhere, delivered] = other.ids;
+    await t.dataSource.query(`UPDATE deliveries SET lease_until = now() + interval '1 minute' WHERE id = $1`, [
+      leasedElsewhere,
+    ]);
+    await t.dataSource.query(
+      `UPDATE deliveries SET status = 'succeeded', next_attempt_at = NULL, completed_at = now() WHERE id = $1`,
+      [delivered],
+    );
+    const batch = [
+      open.ids[0],
+      removed.ids[0],
+      disabled.ids[0],
+      leasedElsewhere,
+      delivered,
+      'nosuchdelivery',
+      open.ids[1],
+    ];
+
+    // The function itself, on a connection of its own, so the locks it leaves can be read from another.
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      const [{ pid }] = (await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+      const rows = (await runner.query('SELECT delivery_id, outcome, url FROM claim_delivery_attempts($1, 60000)', [
+        batch,
+      ])) as { delivery_id: string; outcome: string; url: string | null }[];
+      const outcomes = Object.fromEntries(rows.map((r) => [r.delivery_id, r.outcome]));
+      expect(outcomes).toEqual({
+        [open.ids[0]]: 'claimed',
+        [open.ids[1]]: 'claimed',
+        [removed.ids[0]]: 'cancelled',
+        [disabled.ids[0]]: 'skipped',
+        [leasedElsewhere]: 'busy',
+        [delivered]: 'ended',
+      });
+      expect(rows.filter((r) => r.outcome === 'claimed').map((r) => r.url)).toEqual([URL, URL]);
+      const locked = (await t.dataSource.query(
+        `SELECT w.id FROM webhooks w JOIN pg_locks l ON l.locktype = 'advisory' AND l.classid = 7270
+           AND l.objsubid = 2 AND l.objid = (hashtext(w.id)::bigint & 4294967295)::oid
+         WHERE l.pid = $1 AND l.granted AND l.mode = 'ShareLock'`,
+        [pid],
+      )) as { id: string }[];
+      expect(locked.map((r) => r.id)).toEqual([open.webhookId]);
+      const statuses = (await t.dataSource.query(
+        `SELECT id, status, lease_until IS NOT NULL AS leased FROM deliveries WHERE id = ANY($1) ORDER BY id`,
+        [batch],
+      )) as { id: string; status: string; leased: boolean }[];
+      expect(Object.fromEntries(statuses.map((r) => [r.id, [r.status, r.leased]]))).toEqual({
+        [open.ids[0]]: ['pending', true],
+        [open.ids[1]]: ['pending', true],
+        [removed.ids[0]]: ['cancelled', false],
+        [disabled.ids[0]]: ['skipped', false],
+        [leasedElsewhere]: ['pending', true],
+        [delivered]: ['succeeded', false],
+      });
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock_all()');
+      await runner.release();
+    }
+  });
+
+  it('a batch with nothing to lease leaves no lock behind', async () => {
+    const removed = await webhookWithPending(1);
+    const open = await webhookWithPending(1);
+    await t.dataSource.query(`UPDATE webhooks SET removed_at = now() WHERE id = $1`, [removed.webhookId]);
+    await t.dataSource.query(`UPDATE deliveries SET lease_until = now() + interval '1 minute' WHERE id = $1`, [
+      open.ids[0],
+    ]);
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      const rows = (await runner.query('SELECT delivery_id, outcome FROM claim_delivery_attempts($1, 60000)', [
+        [removed.ids[0], open.ids[0]],
+      ])) as { delivery_id: string; outcome: string }[];
+      expect(rows.map((r) => r.outcome).sort()).toEqual(['busy', 'cancelled']);
+      const [{ n }] = (await runner.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
+      )) as { n: number }[];
+      expect(n).toBe(0);
+    } finally {
+      await runner.release();
+    }
   });
 });

@@ -71,9 +71,10 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
 // --- Delivery attempts (the worker, per attempt) ---
 
 /**
- * SQL because the claim is the database function claim_delivery_attempts (migration 1764100000000):
- * it takes each webhook's lock (WEBHOOK_LOCK_NAMESPACE) at session level, which no ORM call can, and
- * leases a batch of deliveries in one round trip. The locks stay on the connection until ATTEMPT_UNLOCK.
+ * SQL because the claim is the database function claim_delivery_attempts (its current, set-based form
+ * in migration 1764400000000): it takes each webhook's lock (WEBHOOK_LOCK_NAMESPACE) at session level,
+ * which no ORM call can, and leases a batch of deliveries in one round trip. The locks stay on the
+ * connection until ATTEMPT_UNLOCK.
  */
 export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
 
