@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { createId } from '@paralleldrive/cuid2';
 import { API_KEY_HEADER } from '../../src/auth/api-key.js';
 import { isCuid2 } from '../../src/core/ids.js';
@@ -16,6 +17,7 @@ import {
   removeWebhook,
   type Client,
 } from '../support/management-api.js';
+import { sleep, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hook';
@@ -139,6 +141,41 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
         expect(job?.data).toMatchObject({ deliveryId: row.id, trigger: 'scheduled' });
       }
       expect(await countRows(t, 'deliveries', workspace.id)).toBe(2);
+    });
+
+    it('enqueues the jobs of submissions that commit while an enqueue is out together, in one addBulk', async () => {
+      const { workspace, api, calculator } = await setup();
+      await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
+      const queue = t.app.get(DeliveryQueue).queue;
+      // The real addBulk, its first call held until the other submissions have committed.
+      const addBulk = queue.addBulk.bind(queue);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const calls: number[] = [];
+      const spy = jest.spyOn(queue, 'addBulk').mockImplementation(async (jobs) => {
+        calls.push(jobs.length);
+        if (calls.length === 1) await held;
+        return addBulk(jobs);
+      });
+      try {
+        const first = submit(api, calculator.id);
+        await waitFor(() => calls.length === 1);
+        const others = Array.from({ length: 9 }, () => submit(api, calculator.id));
+        await waitFor(async () => (await countRows(t, 'submissions', workspace.id)) === 10);
+        await sleep(100); // each has committed and handed its jobs over
+        release();
+        const submissions = await Promise.all([first, ...others]);
+        expect(calls).toEqual([2, 18]);
+        const rows: { id: string }[] = await t.dataSource.query(
+          `SELECT id FROM deliveries WHERE submission_id = ANY($1)`,
+          [submissions.map((s) => s.id)],
+        );
+        expect(rows).toHaveLength(20);
+        for (const { id } of rows) expect((await queue.getJob(id))?.data.deliveryId).toBe(id);
+      } finally {
+        spy.mockRestore();
+        release();
+      }
     });
 
     it('writes no delivery for a calculator without webhooks', async () => {
