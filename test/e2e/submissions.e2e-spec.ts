@@ -17,7 +17,7 @@ import {
   removeWebhook,
   type Client,
 } from '../support/management-api.js';
-import { sleep, waitFor } from '../support/receiver.js';
+import { waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hook';
@@ -144,28 +144,34 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
     });
 
     it('enqueues the jobs of submissions that commit while an enqueue is out together, in one addBulk', async () => {
-      const { workspace, api, calculator } = await setup();
+      const { api, calculator } = await setup();
       await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
-      const queue = t.app.get(DeliveryQueue).queue;
-      // The real addBulk, its first call held until the other submissions have committed.
+      const deliveryQueue = t.app.get(DeliveryQueue);
+      const queue = deliveryQueue.queue;
+      // The real methods, watched: the first addBulk is held until every submission has handed its jobs over.
       const addBulk = queue.addBulk.bind(queue);
+      const add = deliveryQueue.add.bind(deliveryQueue);
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
-      const calls: number[] = [];
-      const spy = jest.spyOn(queue, 'addBulk').mockImplementation(async (jobs) => {
-        calls.push(jobs.length);
-        if (calls.length === 1) await held;
+      const bulks: number[] = [];
+      let handedOver = 0;
+      const bulkSpy = jest.spyOn(queue, 'addBulk').mockImplementation(async (jobs) => {
+        bulks.push(jobs.length);
+        if (bulks.length === 1) await held;
         return addBulk(jobs);
+      });
+      const addSpy = jest.spyOn(deliveryQueue, 'add').mockImplementation((...args) => {
+        handedOver++;
+        return add(...args);
       });
       try {
         const first = submit(api, calculator.id);
-        await waitFor(() => calls.length === 1);
+        await waitFor(() => bulks.length === 1);
         const others = Array.from({ length: 9 }, () => submit(api, calculator.id));
-        await waitFor(async () => (await countRows(t, 'submissions', workspace.id)) === 10);
-        await sleep(100); // each has committed and handed its jobs over
+        await waitFor(() => handedOver === 10);
         release();
         const submissions = await Promise.all([first, ...others]);
-        expect(calls).toEqual([2, 18]);
+        expect(bulks).toEqual([2, 18]);
         const rows: { id: string }[] = await t.dataSource.query(
           `SELECT id FROM deliveries WHERE submission_id = ANY($1)`,
           [submissions.map((s) => s.id)],
@@ -173,8 +179,9 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
         expect(rows).toHaveLength(20);
         for (const { id } of rows) expect((await queue.getJob(id))?.data.deliveryId).toBe(id);
       } finally {
-        spy.mockRestore();
         release();
+        bulkSpy.mockRestore();
+        addSpy.mockRestore();
       }
     });
 
