@@ -32,8 +32,8 @@ if [[ ! -f "$BEFORE_DIR/dist/main.js" ]]; then
   git worktree add --detach "$BEFORE_DIR" "$BEFORE_COMMIT" >/dev/null
   git -C "$BEFORE_DIR" apply "$PWD/bench/before/4480e99-bench.patch"
   # npm ci and the build on the before-code's own runtime, as it shipped.
-  (cd "$BEFORE_DIR" && PATH="$(dirname "$SERVICE_NODE"):$PATH" npm ci --no-audit --no-fund >/dev/null &&
-    PATH="$(dirname "$SERVICE_NODE"):$PATH" npm run build >/dev/null)
+  (cd "$BEFORE_DIR" && export PATH="$(dirname "$SERVICE_NODE"):$PATH" &&
+    npm ci --no-audit --no-fund >/dev/null && npm run build >/dev/null)
 fi
 npm run build >/dev/null
 

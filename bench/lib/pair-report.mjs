@@ -2,12 +2,14 @@
 // partial results of each round, before first) -> bench/results/pair-latest.json, and a summary on stdout.
 import { readFileSync, writeFileSync } from 'node:fs';
 import process from 'node:process';
+import { median } from './report.mjs';
 
 const [phases, ...args] = process.argv.slice(2);
 
-/** The figures of one partial run that the pair compares. */
-function figures(path) {
-  const r = JSON.parse(readFileSync(path, 'utf8'));
+const load = (path) => JSON.parse(readFileSync(path, 'utf8'));
+
+/** The figures of one partial run (`r`, read from `path`) that the pair compares. */
+function figures(path, r) {
   const one = r.delivery?.oneWorker;
   const latency = r.delivery?.latency;
   return {
@@ -25,16 +27,14 @@ function figures(path) {
   };
 }
 
-const median = (values) => {
-  const v = values.filter((x) => typeof x === 'number').sort((a, b) => a - b);
-  if (v.length === 0) return null;
-  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-};
-
 const rounds = [];
+let machine;
 for (let i = 0; i < args.length; i += 2) {
-  const before = figures(args[i].replace(/^before=/, ''));
-  const now = figures(args[i + 1].replace(/^now=/, ''));
+  const [beforePath, nowPath] = [args[i].replace(/^before=/, ''), args[i + 1].replace(/^now=/, '')];
+  const nowRun = load(nowPath);
+  machine ??= nowRun.machine;
+  const before = figures(beforePath, load(beforePath));
+  const now = figures(nowPath, nowRun);
   const ratio = before.deliveriesPerSec && now.deliveriesPerSec ? now.deliveriesPerSec / before.deliveriesPerSec : null;
   const shareOfBullmq = now.bullmqPerSec && now.deliveriesPerSec ? now.deliveriesPerSec / now.bullmqPerSec : null;
   rounds.push({ before, now, ratio, shareOfBullmq });
@@ -42,7 +42,7 @@ for (let i = 0; i < args.length; i += 2) {
 const pick = (side, key) => median(rounds.map((r) => r[side][key]));
 const result = {
   phases,
-  machine: JSON.parse(readFileSync(rounds[0].now.file, 'utf8')).machine,
+  machine,
   rounds,
   medians: {
     ratio: median(rounds.map((r) => r.ratio)),

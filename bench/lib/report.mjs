@@ -277,7 +277,8 @@ from different runtimes are not comparable.
 `;
 }
 
-const median = (values) => {
+/** The median of the numbers among `values` (null when there are none). */
+export const median = (values) => {
   const v = values.filter((x) => typeof x === 'number').sort((a, b) => a - b);
   if (v.length === 0) return null;
   return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
