@@ -4,8 +4,7 @@ import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { AuthModule } from './auth/auth.module.js';
 import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
-import { ConfigModule } from './core/config/config.module.js';
-import { DatabaseModule } from './core/database/database.module.js';
+import { coreImports } from './core/core-imports.js';
 import { API_PREFIX } from './core/http/configure-app.js';
 import { HttpPipelineModule } from './core/http/http.module.js';
 import { LoggingModule } from './core/logging/logging.module.js';
@@ -24,9 +23,6 @@ import { API_MODULES } from './openapi/openapi.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
-
-/** Shared core every process needs: configuration and the database. */
-export const coreImports = (config: AppConfig) => [ConfigModule.forRoot(config), DatabaseModule];
 
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
 @Module({})

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { coreImports } from './app.module.js';
+import { coreImports } from './core/core-imports.js';
 import type { AppConfig } from './core/config/config.js';
 import { LoggingModule } from './core/logging/logging.module.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';

@@ -1,6 +1,6 @@
 import { DynamicModule, Module, type INestApplicationContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { coreImports } from '../app.module.js';
+import { coreImports } from '../core/core-imports.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { ConfigError, loadConfig, type AppConfig } from '../core/config/config.js';

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { SubmissionResponse } from '../submissions/submission.serializer.js';
+import { SubmissionResponse } from '../submissions/submission.response.js';
 import { TRIGGER_TYPES } from '../webhooks/webhook-sources.js';
 import { DELIVERY_STATUSES, type DeliveryAttemptEntity, type DeliveryEntity } from './delivery.entity.js';
 

@@ -5,7 +5,8 @@ import { BodyLimit, SUBMISSION_BODY_LIMIT_BYTES } from '../core/http/json-body.i
 import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { CreateSubmissionDto } from './create-submission.dto.js';
-import { serializeSubmission, SubmissionResponse } from './submission.serializer.js';
+import { SubmissionResponse } from './submission.response.js';
+import { serializeSubmission } from './submission.serializer.js';
 import { SubmissionsService } from './submissions.service.js';
 
 @ApiTags('submissions')

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 import { ensureBuilt, spawnWorker, type WorkerProcess } from '../support/worker-process.js';
@@ -55,6 +56,23 @@ describe('worker process (dist/worker.js)', () => {
       id: string;
       status: string;
     }[];
+
+  it('loads none of the HTTP API: no controllers, Swagger, Express, health checks or dashboard', () => {
+    // Each costs the worker heap (marked by every major GC) and RSS: 19 MB of RSS together when measured.
+    const script = `
+      import { registerHooks } from 'node:module';
+      const loaded = [];
+      registerHooks({ load: (url, context, next) => (loaded.push(url), next(url, context)) });
+      await import(${JSON.stringify(new URL('../../dist/worker.module.js', import.meta.url).href)});
+      process.stdout.write(JSON.stringify(loaded));`;
+    const loaded = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
+    ) as string[];
+    expect(loaded).toContainEqual(expect.stringMatching(/\/dist\/delivery\/delivery\.worker\.js$/));
+    const api =
+      /\/node_modules\/(@nestjs\/(swagger|platform-express|terminus|throttler)|express|@bull-board\/[^/]+)\/|\/dist\/.*\.controller\.js$/;
+    expect(loaded.filter((url) => api.test(url))).toEqual([]);
+  });
 
   it('loses nothing when a worker is killed with SIGKILL mid-batch and another starts', async () => {
     receiver = await Receiver.start(() => ({ status: 200, delayMs: 150 }));

@@ -1,0 +1,30 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import type { Submission } from './submission.serializer.js';
+
+/**
+ * The Submission's OpenAPI schema. Apart from serializeSubmission, which builds the shape, so that the
+ * worker (its payloads carry submissions) does not load @nestjs/swagger: 9 MB of its heap.
+ */
+@ApiSchema({ name: 'Submission' })
+export class SubmissionResponse implements Submission {
+  @ApiProperty()
+  id: string;
+
+  @ApiProperty({ format: 'date-time' })
+  createdAt: string;
+
+  @ApiProperty({ format: 'date-time' })
+  updatedAt: string;
+
+  @ApiProperty()
+  calculatorId: string;
+
+  @ApiProperty()
+  finished: boolean;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The answers, as submitted' })
+  data: Record<string, unknown>;
+
+  @ApiProperty({ type: 'object', additionalProperties: true })
+  meta: Record<string, unknown>;
+}
