@@ -304,7 +304,7 @@ function pairSection(pair, results) {
   const fullCeiling = results.ceilings?.bullmq?.jobsPerSec;
   const speed =
     ceiling && fullCeiling
-      ? ` Bare BullMQ made ${fmt(ceiling)} jobs/s here (median) against ${fmt(fullCeiling)} in the full run above: the machine ran ${fmt(fullCeiling / ceiling, 1)}x slower, which CPU per delivery shows as well, and a latency phase at 300 submissions/s then saturates its 2 cores.`
+      ? ` Bare BullMQ made ${fmt(ceiling)} jobs/s here (median) against ${fmt(fullCeiling)} in the full run above (${results.machine?.cpuModel ?? '?'}), a measure of how fast the machine ran in each.`
       : '';
   return `## Before and after, in turns
 
