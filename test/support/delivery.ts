@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import type { DeliveryDetailResponse, DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
-import type { Submission } from '../../src/submissions/submission.serializer.js';
+import type { SubmissionResponse } from '../../src/submissions/submission.response.js';
 import { client, expectJson, keysOf, registerWebhook, signingSecret, type Client } from './management-api.js';
 import { Receiver, waitFor, type Behaviour, type ReceivedRequest } from './receiver.js';
 import { createCalculator, createTestApp, createWorkspace, freePort, type TestApp } from './test-app.js';
@@ -93,7 +93,7 @@ export async function submit(api: Client, calculatorId: string, body: object = {
   const res = await api.post(`/calculators/${calculatorId}/submissions`, body);
   expectJson(res, 200);
   expect(keysOf(res.body)).toEqual(['data']);
-  return res.body.data as Submission;
+  return res.body.data as SubmissionResponse;
 }
 
 export async function listDeliveries(api: Client, webhookId: string, query = ''): Promise<DeliveryResponse[]> {
