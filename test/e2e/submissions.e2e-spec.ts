@@ -185,6 +185,30 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
       }
     });
 
+    it('writes a delivery, with its url, for every webhook bound since the calculator’s last submission', async () => {
+      const { api, calculator, webhook } = await setup();
+      const first = await submit(api, calculator.id);
+      expect(await deliveryRows(first.id)).toHaveLength(1);
+      const added = [];
+      for (let i = 2; i <= 5; i++) {
+        added.push(await registerWebhook(api, { url: `${RECEIVER}/${i}`, calculators: [calculator.id] }));
+      }
+      const urls = new Map([webhook, ...added].map((w) => [w.id, w.url]));
+      const second = await submit(api, calculator.id);
+      const rows: { id: string; webhook_id: string }[] = await deliveryRows(second.id);
+      expect(rows.map((r) => r.webhook_id)).toEqual([...urls.keys()].sort());
+      for (const row of rows) {
+        const job = await t.app.get(DeliveryQueue).queue.getJob(row.id);
+        expect(job?.data).toMatchObject({ deliveryId: row.id, url: urls.get(row.webhook_id) });
+      }
+      await removeWebhook(api, added[0].id);
+      await removeWebhook(api, added[1].id);
+      const third = await submit(api, calculator.id);
+      expect((await deliveryRows(third.id)).map((r: { webhook_id: string }) => r.webhook_id)).toEqual(
+        [webhook.id, added[2].id, added[3].id].sort(),
+      );
+    });
+
     it('writes no delivery for a calculator without webhooks', async () => {
       const { workspace, api } = await setup();
       const bare = await createCalculator(t, workspace.id, 'No webhooks');

@@ -10,20 +10,13 @@ import { prepared, type PreparedStatement } from './prepared.js';
 
 // --- Submission and its outbox (POST .../submissions, the hottest write) ---
 
-/** The webhooks a submission goes to: read first so their delivery ids can be made before the write. */
-export const SUBMISSION_BOUND_WEBHOOKS = prepared(
-  'submission_bound_webhooks',
-  `SELECT w.id, w.url FROM webhook_calculators wc
-   JOIN webhooks w ON w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $2
-   JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
-   WHERE wc.calculator_id = $1`,
-);
-
 /**
  * SQL because only a data-modifying CTE makes it one statement, so one atomic write in one round trip:
- * bump the calculator's counters, insert the submission, and insert the outbox rows for webhooks still
- * registered at commit time: `pending`, or `skipped` (ended at once, never queued) for a disabled one.
- * Nothing is written when the calculator is not the workspace's. Returns the pending deliveries' ids.
+ * find the webhooks bound to the calculator, bump the calculator's counters, insert the submission, and
+ * insert one outbox row per webhook: `pending`, or `skipped` (ended at once, never queued) for a disabled
+ * one. The delivery ids come in $8, made by the caller (CUID2s, like every id): when the calculator has
+ * more webhooks than ids, nothing is written and `bound` says how many to send again. Nothing is written
+ * either when the calculator is not the workspace's. Returns the pending deliveries' ids and urls.
  *
  * Counters: the calculator's row is only share-locked (a removal still waits for the submissions under
  * way), and the count goes to one shard of calculator_submission_counters: the first one no other
@@ -32,10 +25,18 @@ export const SUBMISSION_BOUND_WEBHOOKS = prepared(
  * (the shard lookup waits for `calc`), then one shard, so submissions and removals cannot deadlock.
  */
 export const SUBMISSION_WITH_OUTBOX = prepared(
-  'submission_insert_with_outbox',
+  'submission_insert_with_outbox_v2',
   `
-  WITH calc AS (
-    SELECT id FROM calculators WHERE id = $2 AND workspace_id = $3 AND removed_at IS NULL FOR SHARE
+  WITH bound AS (
+    SELECT w.id, w.url, w.disabled_at, row_number() OVER (ORDER BY w.id) AS n
+    FROM webhook_calculators wc
+    JOIN webhooks w ON w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $3
+    JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
+    WHERE wc.calculator_id = $2
+  ), calc AS (
+    SELECT id FROM calculators WHERE id = $2 AND workspace_id = $3 AND removed_at IS NULL
+      AND (SELECT count(*) FROM bound) <= cardinality($8::varchar[])
+    FOR SHARE
   ), free_shard AS (
     SELECT shard FROM calculator_submission_counters WHERE calculator_id = (SELECT id FROM calc)
     ORDER BY shard LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED
@@ -57,15 +58,19 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
   ), outbox AS (
     INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
                             next_attempt_at, created_at, updated_at, completed_at)
-    SELECT d.id, $3, d.webhook_id, sub.id, $2, CASE WHEN w.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
-           $10, CASE WHEN w.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
-           CASE WHEN w.disabled_at IS NOT NULL THEN $4::timestamptz END
-    FROM sub CROSS JOIN unnest($8::varchar[], $9::varchar[]) AS d(id, webhook_id)
-    JOIN webhooks w ON w.id = d.webhook_id AND w.removed_at IS NULL
-    RETURNING id, status
+    SELECT d.id, $3, b.id, sub.id, $2, CASE WHEN b.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
+           $9, CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
+           CASE WHEN b.disabled_at IS NOT NULL THEN $4::timestamptz END
+    FROM sub CROSS JOIN bound b
+    JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
+    RETURNING id, webhook_id, status
+  ), pending AS (
+    SELECT o.id, b.url FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
   )
   SELECT (SELECT count(*) FROM sub)::int AS created,
-         ARRAY(SELECT id FROM outbox WHERE status = 'pending') AS delivery_ids`,
+         (SELECT count(*) FROM bound)::int AS bound,
+         ARRAY(SELECT id FROM pending ORDER BY id) AS delivery_ids,
+         ARRAY(SELECT url FROM pending ORDER BY id) AS urls`,
 );
 
 // --- Delivery attempts (the worker, per attempt) ---
