@@ -77,33 +77,32 @@ export class SubmissionsService {
       createdAt: now,
       updatedAt: now,
     };
-    const values = [
-      submission.id,
-      calculatorId,
-      workspaceId,
-      now,
-      submission.finished,
-      JSON.stringify(submission.data),
-      JSON.stringify(submission.meta),
-      [] as string[],
-      maxAttemptsFor(this.config.retryScheduleMs),
-    ];
+    const write = (deliveryIds: string[]) =>
+      queryPrepared<Written>(this.dataSource, SUBMISSION_WITH_OUTBOX, [
+        submission.id,
+        calculatorId,
+        workspaceId,
+        now,
+        submission.finished,
+        JSON.stringify(submission.data),
+        JSON.stringify(submission.meta),
+        deliveryIds,
+        maxAttemptsFor(this.config.retryScheduleMs),
+      ]);
     let ids = this.deliveryIds(this.boundHint.get(calculatorId) ?? 1);
-    for (;;) {
-      values[7] = ids;
-      const [result] = await queryPrepared<Written>(this.dataSource, SUBMISSION_WITH_OUTBOX, values);
-      this.remember(calculatorId, result.bound);
-      if (result.bound > ids.length) {
-        // Webhooks were bound since the last submission: again, with an id for each (nothing was written).
-        ids = ids.concat(this.deliveryIds(result.bound - ids.length));
-        continue;
-      }
-      if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
-      await this.queue.enqueue(
-        result.delivery_ids.map((deliveryId, i) => ({ deliveryId, url: result.urls[i], workspaceId })),
-      );
-      return submission;
+    let [result] = await write(ids);
+    while (result.bound > ids.length) {
+      // Webhooks were bound since the last submission: again, with an id for each (nothing was written).
+      ids = ids.concat(this.deliveryIds(result.bound - ids.length));
+      [result] = await write(ids);
     }
+    if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
+    // Only once the calculator proved the workspace's: another workspace's 404 must not reset its hint.
+    this.remember(calculatorId, result.bound);
+    await this.queue.enqueue(
+      result.delivery_ids.map((deliveryId, i) => ({ deliveryId, url: result.urls[i], workspaceId })),
+    );
+    return submission;
   }
 
   private deliveryIds(count: number): string[] {
