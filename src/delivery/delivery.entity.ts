@@ -1,7 +1,6 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhookEntity } from '../webhooks/webhook.entity.js';
-import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -21,7 +20,6 @@ export class DeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
-  @ForeignKey(() => WorkspaceEntity, { name: 'deliveries_workspace_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 

@@ -1,6 +1,5 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { CalculatorEntity } from '../calculators/calculator.entity.js';
-import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 @Entity('submissions')
 @Index('submissions_calculator_idx', ['calculatorId', 'createdAt'])
@@ -8,7 +7,6 @@ export class SubmissionEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
-  @ForeignKey(() => WorkspaceEntity, { name: 'submissions_workspace_id_fkey', onDelete: 'CASCADE' })
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 

@@ -314,4 +314,23 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
       });
     });
   });
+
+  // Submissions and deliveries do not key their workspace_id to workspaces (migration 1764500000000):
+  // removing a workspace must still remove them, through its calculators' and webhooks' cascades.
+  it('a workspace deleted from the database takes its submissions and deliveries, test ones included', async () => {
+    const ctx = await setup();
+    const other = await setup();
+    await submit(ctx.api, ctx.calculator.id);
+    await submit(other.api, other.calculator.id);
+    expect((await ctx.api.post(`/webhooks/${ctx.webhook.id}/test`)).status).toBe(202);
+    expect(await countRows(t, 'submissions', ctx.workspace.id)).toBe(1);
+    expect(await countRows(t, 'deliveries', ctx.workspace.id)).toBe(2);
+
+    await t.dataSource.query('DELETE FROM workspaces WHERE id = $1', [ctx.workspace.id]);
+
+    expect(await countRows(t, 'submissions', ctx.workspace.id)).toBe(0);
+    expect(await countRows(t, 'deliveries', ctx.workspace.id)).toBe(0);
+    expect(await countRows(t, 'submissions', other.workspace.id)).toBe(1);
+    expect(await countRows(t, 'deliveries', other.workspace.id)).toBe(1);
+  });
 });

@@ -17,6 +17,7 @@ import { OperateDeliveries1764200000000 } from './migrations/1764200000000-opera
 import { ClaimSkipsDisabled1764210000000 } from './migrations/1764210000000-claim-skips-disabled.js';
 import { CalculatorSubmissionCounters1764250000000 } from './migrations/1764250000000-calculator-submission-counters.js';
 import { AttemptNaturalKey1764300000000 } from './migrations/1764300000000-attempt-natural-key.js';
+import { DropImpliedWorkspaceKeys1764500000000 } from './migrations/1764500000000-drop-implied-workspace-keys.js';
 import { SetBasedClaim1764400000000 } from './migrations/1764400000000-set-based-claim.js';
 
 export const ENTITIES = [
@@ -44,6 +45,7 @@ export const MIGRATIONS = [
   CalculatorSubmissionCounters1764250000000,
   AttemptNaturalKey1764300000000,
   SetBasedClaim1764400000000,
+  DropImpliedWorkspaceKeys1764500000000,
 ];
 
 /**
