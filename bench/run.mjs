@@ -55,6 +55,11 @@ const settings = {
   waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
   /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike; the image's unless set (empty: none). */
   nodeOptions: process.env.BENCH_NODE_OPTIONS ?? IMAGE_NODE_OPTIONS,
+  /**
+   * Node flags for the api and the workers that NODE_OPTIONS refuses, space-separated: `--trace-gc`, or
+   * `--require <file>` of a heap sampler, say; with BENCH_CHILD_LOGS=<dir> their output is kept.
+   */
+  nodeFlags: process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [],
 };
 
 // The service's WORKER_CONCURRENCY default (src/core/config/config.ts), for the BullMQ ceiling's like-for-like run.
@@ -122,7 +127,10 @@ function benchEnv(extra) {
   );
 }
 
-const profileFlags = (role) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${role}`] : []);
+const childNodeFlags = (role) => [
+  ...settings.nodeFlags,
+  ...(settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${role}`] : []),
+];
 
 const api = (method, path, body) => apiRequest(apiUrl, apiKey, method, path, body);
 
@@ -141,7 +149,7 @@ async function startApi() {
     'api',
     'dist/main.js',
     benchEnv({ PORT: String(port), METRICS_PORT: String(metricsPort), WORKER_ENABLED: 'false' }),
-    profileFlags('api'),
+    childNodeFlags('api'),
   );
   sampler.track('api', handle);
   apiUrl = `http://127.0.0.1:${port}`;
@@ -411,7 +419,7 @@ async function concurrencyPerWorker() {
 async function spawnWorker(n, concurrency) {
   const port = await freePort();
   const env = benchEnv({ METRICS_PORT: String(port), WORKER_CONCURRENCY: String(concurrency) });
-  const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, profileFlags('worker'));
+  const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, childNodeFlags('worker'));
   handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
   sampler.track('worker', handle);
   return handle;

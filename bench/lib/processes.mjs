@@ -2,7 +2,7 @@
 // that ends every run (or a SIGINT/SIGTERM).
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import net from 'node:net';
 import process from 'node:process';
 import { clearInterval, setInterval } from 'node:timers';
@@ -34,6 +34,12 @@ export function spawnNode(name, script, env, nodeFlags = [], { expectExit = fals
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
+  // BENCH_CHILD_LOGS=<dir>: each child's whole output in <dir>/<name>-<pid>.log (only its tail is kept otherwise).
+  if (process.env.BENCH_CHILD_LOGS) {
+    const file = createWriteStream(`${process.env.BENCH_CHILD_LOGS}/${name}-${child.pid}.log`);
+    child.stdout.pipe(file);
+    child.stderr.pipe(file);
+  }
   const handle = {
     name,
     stopping: expectExit,
