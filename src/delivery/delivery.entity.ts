@@ -20,6 +20,7 @@ export class DeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
+  /** Its webhook's workspace; no key of its own, as webhookId's implies it (migration 1764500000000). */
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 
