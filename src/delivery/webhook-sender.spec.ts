@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { loadConfig } from '../core/config/config.js';
-import { Receiver } from '../../test/support/receiver.js';
+import { Receiver, waitFor } from '../../test/support/receiver.js';
 import type { Resolver } from './ssrf-guard.js';
 import { excerptOf, MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES, USER_AGENT, WebhookSender } from './webhook-sender.js';
 
@@ -182,6 +182,60 @@ describe('WebhookSender', () => {
       const result = await sender(true).send(receiver.url, '{}', {});
       expect(result).toMatchObject({ ok: false, statusCode: null });
       expect(result.error).toBeTruthy();
+    });
+
+    it('connects before anything is written, and says so once the request is on the wire', async () => {
+      receiver.behaviour = () => ({ hang: true });
+      const connection = await sender(true).connect(receiver.url);
+      expect(connection.ok).toBe(true);
+      if (!connection.ok) return;
+      expect(receiver.requests).toHaveLength(0);
+      let writtenAt: number | undefined;
+      const result = connection.send({ body: '{}', headers: {} }, () => (writtenAt = performance.now()));
+      await waitFor(() => writtenAt !== undefined && receiver.requests.length === 1, 900, 'the write');
+      // The fence is released at the write, long before the receiver answers (here: never).
+      expect((await result).error).toBe('Timed out after 1000 ms');
+    });
+
+    it('closes a connection abandoned before any request', async () => {
+      const server = net.createServer();
+      const closed: Promise<void>[] = [];
+      server.on('connection', (socket) => closed.push(new Promise((resolve) => socket.once('close', resolve))));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: serverPort } = server.address() as AddressInfo;
+        const connection = await sender(true).connect(`http://127.0.0.1:${serverPort}/hook`);
+        if (connection.ok) connection.abandon();
+        await waitFor(() => closed.length === 1, 1000, 'the connection');
+        await closed[0];
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+
+    it('fails, without connecting again, when the connection closes between connect and write', async () => {
+      // A host that accepted, then stopped: reconnecting here would hold the webhook's lock (the fence).
+      let connections = 0;
+      const server = net.createServer((socket) => {
+        connections++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: serverPort } = server.address() as AddressInfo;
+        const connection = await sender(true).connect(`http://127.0.0.1:${serverPort}/hook`);
+        expect(connection.ok).toBe(true);
+        if (!connection.ok) return;
+        await new Promise((resolve) => setTimeout(resolve, 100)); // the claim, as slow as it gets
+        let written = false;
+        const result = await connection.send({ body: '{}', headers: {} }, () => (written = true));
+        expect(result).toMatchObject({ ok: false, statusCode: null });
+        expect(result.durationMs).toBeLessThan(500);
+        expect(written).toBe(true);
+        expect(connections).toBe(1);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
     });
 
     it('reports a refused connection', async () => {
