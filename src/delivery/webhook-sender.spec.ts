@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { loadConfig } from '../core/config/config.js';
 import { Receiver, waitFor } from '../../test/support/receiver.js';
@@ -235,6 +237,33 @@ describe('WebhookSender', () => {
         expect(connections).toBe(1);
       } finally {
         await new Promise((resolve) => server.close(resolve));
+      }
+    });
+
+    it('refuses a receiver whose TLS certificate does not verify, and sends nothing', async () => {
+      // A self-signed test certificate (test/support/tls): no CA the sender trusts vouches for it.
+      const dir = new URL('../../test/support/tls/', import.meta.url);
+      let requests = 0;
+      const tlsServer = https.createServer(
+        {
+          key: readFileSync(new URL('self-signed.key.pem', dir)),
+          cert: readFileSync(new URL('self-signed.cert.pem', dir)),
+        },
+        (_req, res) => {
+          requests++;
+          res.end('ok');
+        },
+      );
+      await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: tlsPort } = tlsServer.address() as AddressInfo;
+        const result = await sender(true).send(`https://127.0.0.1:${tlsPort}/hook`, '{}', {});
+        expect(result).toMatchObject({ ok: false, statusCode: null });
+        expect(result.error).toMatch(/SELF_SIGNED_CERT/);
+        expect(requests).toBe(0);
+      } finally {
+        tlsServer.closeAllConnections();
+        await new Promise((resolve) => tlsServer.close(resolve));
       }
     });
 
