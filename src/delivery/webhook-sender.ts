@@ -79,8 +79,6 @@ interface Pooled {
   /** Until undici takes it (at the first request), the socket is this sender's to close. */
   socket: net.Socket;
   origin: string;
-  /** False once undici has dropped the socket (closed by either side): never used again. */
-  alive: boolean;
   /** False until a request went out on it (undici has not taken the socket yet). */
   used: boolean;
 }
@@ -96,8 +94,9 @@ interface Pooled {
 @Injectable()
 export class WebhookSender implements OnModuleDestroy {
   private readonly lookup: ReturnType<typeof guardedLookup> | undefined;
-  /** Idle connections per origin, the most recently used last (reused first). */
+  /** Idle connections per origin, the most recently used last (reused first); only open ones. */
   private readonly idle = new Map<string, Pooled[]>();
+  /** Every open connection, idle or sending; one leaves it (discard) when its socket is gone for good. */
   private readonly all = new Set<Pooled>();
   // As many may idle as attempts run at once: with 256 per host, a worker of 500 slots closed and
   // reopened a connection for about one delivery in five to a busy receiver.
@@ -130,7 +129,7 @@ export class WebhookSender implements OnModuleDestroy {
     }
     const path = `${target.pathname}${target.search}`;
     const reused = this.takeIdle(target.origin);
-    if (reused) return Promise.resolve(this.ready(reused, path, undefined));
+    if (reused) return Promise.resolve(this.ready(reused, path));
     return this.open(target).then(({ pooled, lateError }) => this.ready(pooled, path, lateError), failed);
   }
 
@@ -152,15 +151,13 @@ export class WebhookSender implements OnModuleDestroy {
 
   private takeIdle(origin: string): Pooled | undefined {
     const list = this.idle.get(origin);
-    while (list?.length) {
-      const pooled = list.pop()!;
-      if (pooled.alive) return pooled;
-    }
-    return undefined;
+    const pooled = list?.pop(); // discard() takes a closed one out of its list
+    if (list?.length === 0) this.idle.delete(origin);
+    return pooled;
   }
 
   private putBack(pooled: Pooled): void {
-    if (!pooled.alive) return;
+    if (!this.all.has(pooled)) return; // discarded meanwhile (its socket closed during the request)
     const list = this.idle.get(pooled.origin) ?? [];
     if (list.length >= this.maxIdle) return this.discard(pooled);
     list.push(pooled);
@@ -169,7 +166,6 @@ export class WebhookSender implements OnModuleDestroy {
 
   private discard(pooled: Pooled): void {
     if (!this.all.delete(pooled)) return;
-    pooled.alive = false;
     const list = this.idle.get(pooled.origin);
     const at = list?.indexOf(pooled) ?? -1;
     if (at >= 0) list!.splice(at, 1);
@@ -226,7 +222,7 @@ export class WebhookSender implements OnModuleDestroy {
           headersTimeout: 0,
           bodyTimeout: 0,
         });
-        const pooled: Pooled = { client, socket, origin: target.origin, alive: true, used: false };
+        const pooled: Pooled = { client, socket, origin: target.origin, used: false };
         client.on('disconnect', () => this.discard(pooled));
         this.all.add(pooled);
         resolve({ pooled, lateError: () => lateError });
