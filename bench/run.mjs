@@ -14,9 +14,11 @@ import { Pool, request } from 'undici';
 import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
 import { apiRequest, measure, postSubmissions } from './lib/http-bench.mjs';
 import {
+  busyBetween,
   CpuProbe,
   freePort,
   machineBusy,
+  machineCpu,
   procCpuMs,
   RssSampler,
   setUpCleanup,
@@ -527,7 +529,7 @@ function percentiles(values) {
 }
 
 /** Offers `latencyRate` submissions/s on a fixed schedule (not waiting for answers) and times each receipt. */
-async function submissionLatency(dataset) {
+async function submissionLatency(dataset, workers) {
   const total = settings.latencyRate * settings.latencyDurationSec;
   const sentAt = new Array(total);
   const receipts = [];
@@ -565,6 +567,16 @@ async function submissionLatency(dataset) {
         .catch((error) => fail(error.code ?? error.message)),
     );
   };
+  // CPU of each process from the first submission to the last receipt, and the machine's (both cores).
+  const cpu = new CpuProbe(async () => ({
+    api: [apiProcess.pid],
+    worker: workers.map((w) => w.pid),
+    postgres: await postgresBackends(),
+    redis: redisPid ? [redisPid] : [],
+    bench: [process.pid],
+  }));
+  const cpuBefore = await cpu.snapshot();
+  const machineBefore = machineCpu();
   const t0 = performance.now();
   let sent = 0;
   while (sent < total) {
@@ -577,6 +589,8 @@ async function submissionLatency(dataset) {
   const expected = (total - failed) * FANOUT;
   const deadline = performance.now() + 60_000;
   while (receipts.length < expected && performance.now() < deadline) await sleep(20);
+  const machineBusyShare = busyBetween(machineBefore, machineCpu());
+  const cpuUsed = cpu.since(cpuBefore, await cpu.snapshot());
   receiver.onPayload = null;
   await pool.close();
   return {
@@ -591,6 +605,8 @@ async function submissionLatency(dataset) {
     receiptMs: percentiles(receipts),
     responses: responses.length,
     responseMs: percentiles(responses),
+    machineBusy: machineBusyShare,
+    cpuMsPerSubmission: Object.fromEntries(Object.entries(cpuUsed).map(([role, ms]) => [role, ms / total])),
   };
 }
 
@@ -723,7 +739,7 @@ async function main() {
         while ((await countPending()) > 0) await sleep(50);
         await analyze();
         log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
-        results.delivery.latency = await submissionLatency(dataset);
+        results.delivery.latency = await submissionLatency(dataset, workers);
         results.memory.breakdown.latency = {
           api: await memoryBreakdown(apiMetricsUrl),
           workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),

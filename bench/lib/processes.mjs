@@ -110,15 +110,20 @@ export function procCpuMs(pid) {
 
 /** Share of the machine's CPU time that was busy over `ms` (all processes, all cores), 0..1. */
 export async function machineBusy(ms = 1000) {
-  const read = () => {
-    const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
-    const n = values.map(Number);
-    const idle = n[3] + n[4]; // idle + iowait
-    return { idle, total: n.reduce((a, b) => a + b, 0) };
-  };
-  const before = read();
+  const before = machineCpu();
   await sleep(ms);
-  const after = read();
+  return busyBetween(before, machineCpu());
+}
+
+/** The machine's CPU counters (all cores), for busyBetween. */
+export function machineCpu() {
+  const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  const n = values.map(Number);
+  return { idle: n[3] + n[4], total: n.reduce((a, b) => a + b, 0) }; // idle + iowait
+}
+
+/** Share of the machine's CPU (all cores) busy between two machineCpu() readings. */
+export function busyBetween(before, after) {
   const total = after.total - before.total;
   return total > 0 ? 1 - (after.idle - before.idle) / total : null;
 }

@@ -143,6 +143,16 @@ function latencySection(results) {
     '|---|---:|---:|---:|---:|---:|',
     `| submission sent -> webhook received | ${fmt(l.receiptMs.p50, 1)} | ${fmt(l.receiptMs.p95, 1)} | ${fmt(l.receiptMs.p99, 1)} | ${fmt(l.receiptMs.max, 1)} | ${fmt(l.received)} of ${fmt(l.expected)} |`,
     `| POST submission response time | ${fmt(l.responseMs.p50, 1)} | ${fmt(l.responseMs.p95, 1)} | ${fmt(l.responseMs.p99, 1)} | ${fmt(l.responseMs.max, 1)} | ${fmt(l.responses)} (non-200: ${l.failedSubmissions}) |`,
+    ...(l.cpuMsPerSubmission
+      ? [
+          '',
+          `What it cost, from the first submission to the last receipt: the machine (both cores) was ${pct(l.machineBusy)} busy; CPU ms per submission (3 deliveries), ` +
+            Object.entries(l.cpuMsPerSubmission)
+              .map(([role, ms]) => `${role} ${fmt(ms, 2)}`)
+              .join(', ') +
+            ' (bench: the load generator and the receiver). At this rate batches are small, so each delivery costs the worker and Postgres more than in the throughput runs above.',
+        ]
+      : []),
   ].join('\n');
 }
 
