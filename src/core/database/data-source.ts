@@ -19,6 +19,7 @@ import { CalculatorSubmissionCounters1764250000000 } from './migrations/17642500
 import { AttemptNaturalKey1764300000000 } from './migrations/1764300000000-attempt-natural-key.js';
 import { DropImpliedWorkspaceKeys1764500000000 } from './migrations/1764500000000-drop-implied-workspace-keys.js';
 import { SetBasedClaim1764400000000 } from './migrations/1764400000000-set-based-claim.js';
+import { AttemptGenericPlans1764600000000 } from './migrations/1764600000000-attempt-generic-plans.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -46,6 +47,7 @@ export const MIGRATIONS = [
   AttemptNaturalKey1764300000000,
   SetBasedClaim1764400000000,
   DropImpliedWorkspaceKeys1764500000000,
+  AttemptGenericPlans1764600000000,
 ];
 
 /**

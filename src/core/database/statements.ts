@@ -86,9 +86,9 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
 
 /**
  * SQL because the claim is the database function claim_delivery_attempts (its current, set-based form
- * in migration 1764400000000): it takes each webhook's lock (WEBHOOK_LOCK_NAMESPACE) at session level,
- * which no ORM call can, and leases a batch of deliveries in one round trip. The locks stay on the
- * connection until ATTEMPT_UNLOCK.
+ * in migration 1764400000000, planned once per connection since 1764600000000): it takes each webhook's
+ * lock (WEBHOOK_LOCK_NAMESPACE) at session level, which no ORM call can, and leases a batch of
+ * deliveries in one round trip. The locks stay on the connection until ATTEMPT_UNLOCK.
  */
 export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
 
@@ -97,7 +97,8 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
 /**
  * SQL because every attempt finished since the last write goes in one statement (group commit, from
  * arrays): an insert per attempt plus an update per delivery and per webhook through the ORM would be
- * 3n round trips. The update only applies to the attempt the delivery is at, so a stale duplicate cannot
+ * 3n round trips. The statement is the database function record_delivery_attempts (migration
+ * 1764600000000), a function so that Postgres plans it once per connection, not on every call. The update only applies to the attempt the delivery is at, so a stale duplicate cannot
  * overwrite a newer result (its attempt is still logged, beside the newer one; the same attempt twice is logged
  * once); a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
  * Each webhook of the batch is written once (its health, DESIGN 7.1): the recorded attempts are folded
@@ -111,72 +112,8 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
  * webhook this batch disabled.
  */
 export const ATTEMPT_RECORD = prepared(
-  'delivery_record_attempts',
-  `
-  WITH input AS (
-    SELECT * FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[], $5::int[], $6::int[],
-                         $7::text[], $8::text[], $9::boolean[], $10::varchar[], $11::timestamptz[],
-                         $12::timestamptz[]) WITH ORDINALITY
-      AS i(delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
-           succeeded, status, next_attempt_at, finished_at, ord)
-  ), locked AS (
-    SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at FROM webhooks w
-    WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id)
-    ORDER BY w.id FOR NO KEY UPDATE
-  ), attempt AS (
-    INSERT INTO delivery_attempts (delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
-                                   response_body, error, succeeded)
-    SELECT delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
-           succeeded
-    FROM input
-    ON CONFLICT DO NOTHING
-  ), updated AS (
-    UPDATE deliveries d SET
-      status = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.status ELSE i.status END,
-      next_attempt_at = CASE WHEN d.status IN ('cancelled', 'skipped') THEN NULL ELSE i.next_attempt_at END,
-      completed_at = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.completed_at
-                          WHEN i.status = 'pending' THEN NULL ELSE i.finished_at END,
-      attempt_count = i.attempt_number, last_attempt_at = i.started_at, last_status_code = i.status_code,
-      last_error = i.error, updated_at = i.finished_at, lease_until = NULL
-    FROM input i
-    WHERE d.id = i.delivery_id AND d.attempt_count = i.attempt_number - 1 AND (SELECT count(*) FROM locked) >= 0
-    RETURNING d.id, d.status, d.webhook_id, i.ord, i.started_at, i.succeeded, i.status_code, i.error
-  ), ordered AS (
-    SELECT u.*, max(u.ord) FILTER (WHERE u.succeeded) OVER (PARTITION BY u.webhook_id) AS success_ord FROM updated u
-  ), batch AS (
-    SELECT o.webhook_id, max(o.started_at) AS last_attempt_at,
-           max(o.started_at) FILTER (WHERE o.succeeded) AS last_success_at,
-           bool_or(o.succeeded) AS reset, bool_or(o.status_code = 410) AS gone,
-           count(*) FILTER (WHERE o.ord > COALESCE(o.success_ord, 0)) AS failures,
-           min(o.started_at) FILTER (WHERE o.ord > COALESCE(o.success_ord, 0)) AS first_failure,
-           (array_agg(o.error ORDER BY o.ord DESC) FILTER (WHERE NOT o.succeeded))[1] AS last_error
-    FROM ordered o GROUP BY o.webhook_id
-  ), streak AS (
-    SELECT b.*, CASE WHEN b.reset THEN b.failures ELSE w.consecutive_failures + b.failures END AS failures_now,
-           CASE WHEN b.failures = 0 THEN NULL WHEN b.reset THEN b.first_failure
-                ELSE COALESCE(w.failing_since, b.first_failure) END AS failing_since,
-           w.disabled_at IS NULL AND w.removed_at IS NULL AS active
-    FROM batch b JOIN locked w ON w.id = b.webhook_id
-  ), decided AS (
-    SELECT s.*, CASE WHEN NOT s.active THEN NULL WHEN s.gone THEN 'gone'
-                     WHEN $14::bigint > 0 AND s.failures > 0 AND s.failures_now >= $13::int
-                          AND s.failing_since < now() - make_interval(secs => $14::bigint / 1000.0) THEN 'failing'
-                END AS disable
-    FROM streak s
-  ), health AS (
-    UPDATE webhooks w SET
-      consecutive_failures = d.failures_now, failing_since = d.failing_since,
-      last_attempt_at = GREATEST(w.last_attempt_at, d.last_attempt_at),
-      last_success_at = GREATEST(w.last_success_at, d.last_success_at),
-      last_error = COALESCE(d.last_error, w.last_error),
-      disabled_at = CASE WHEN d.disable IS NULL THEN w.disabled_at ELSE now() END,
-      disabled_reason = COALESCE(d.disable, w.disabled_reason)
-    FROM decided d WHERE w.id = d.webhook_id
-    RETURNING w.id, w.workspace_id, d.disable
-  )
-  SELECT 'delivery' AS kind, id, status, NULL AS workspace_id FROM updated
-  UNION ALL
-  SELECT 'disabled', id, disable, workspace_id FROM health WHERE disable IS NOT NULL`,
+  'delivery_record_attempts_v2',
+  'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
 );
 
 // --- One webhook (GET /webhooks/{id} and every operation on one) ---
