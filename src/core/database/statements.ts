@@ -98,8 +98,10 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
  * SQL because every attempt finished since the last write goes in one statement (group commit, from
  * arrays): an insert per attempt plus an update per delivery and per webhook through the ORM would be
  * 3n round trips. The statement is the database function record_delivery_attempts (migration
- * 1764600000000), a function so that Postgres plans it once per connection, not on every call. The update only applies to the attempt the delivery is at, so a stale duplicate cannot
- * overwrite a newer result (its attempt is still logged, beside the newer one; the same attempt twice is logged
+ * 1764600000000), a function so that Postgres plans it once per connection, not on every call (its SET
+ * clauses, like the claim's: a replacement must state them again; attempt-claims e2e checks them).
+ * The update only applies to the attempt the delivery is at, so a stale duplicate cannot overwrite a
+ * newer result (its attempt is still logged, beside the newer one; the same attempt twice is logged
  * once); a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
  * Each webhook of the batch is written once (its health, DESIGN 7.1): the recorded attempts are folded
  * in attempt order into its failure streak, and it is disabled on a 410 (`gone`) or when the streak reaches
