@@ -141,6 +141,36 @@ describe('attempt claims (real Postgres, no worker)', () => {
     }
   });
 
+  // Rows packed full made almost every claim a non-HOT update: six new index entries for a lease
+  // (migration 1764700000000).
+  it('a claim of rows on a filled page is a HOT update (the page kept room for it)', async () => {
+    const setup = await setupWebhook(t, URL);
+    const owner = ownerOf(setup, await submit(setup.api, setup.calculator.id));
+    // Enough rows for several pages: the first ones are on a page filled as far as Postgres fills one.
+    const ids = await insertDeliveries(
+      t,
+      owner,
+      Array.from({ length: 200 }, () => ({ status: 'pending' as const, createdAt: new Date() })),
+    );
+    const first = ids.slice(0, 5);
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      await runner.startTransaction();
+      const rows = (await runner.query('SELECT outcome FROM claim_delivery_attempts($1, 60000)', [first])) as {
+        outcome: string;
+      }[];
+      const [{ hot }] = (await runner.query(
+        `SELECT pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass)::int AS hot`,
+      )) as { hot: number }[];
+      await runner.rollbackTransaction();
+      expect(rows.map((r) => r.outcome)).toEqual(Array(5).fill('claimed'));
+      expect(hot).toBe(5);
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock_all()');
+      await runner.release();
+    }
+  });
+
   // Postgres re-planned both on every call for batches of one to three (custom plans won its cost
   // comparison), twice the Postgres time of a claim or a record; and a generic plan made on a young
   // database scanned whole tables on every call. Migration 1764600000000.

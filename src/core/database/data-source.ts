@@ -20,6 +20,7 @@ import { AttemptNaturalKey1764300000000 } from './migrations/1764300000000-attem
 import { DropImpliedWorkspaceKeys1764500000000 } from './migrations/1764500000000-drop-implied-workspace-keys.js';
 import { SetBasedClaim1764400000000 } from './migrations/1764400000000-set-based-claim.js';
 import { AttemptGenericPlans1764600000000 } from './migrations/1764600000000-attempt-generic-plans.js';
+import { DeliveriesFillfactor1764700000000 } from './migrations/1764700000000-deliveries-fillfactor.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -48,6 +49,7 @@ export const MIGRATIONS = [
   SetBasedClaim1764400000000,
   DropImpliedWorkspaceKeys1764500000000,
   AttemptGenericPlans1764600000000,
+  DeliveriesFillfactor1764700000000,
 ];
 
 /**
