@@ -6,10 +6,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * Rows were packed full, so almost every claim wrote six index entries, later cleaned up again. Pages
  * now keep 30% free: the recorded result, which changes indexed columns, still writes its entries.
  *
- * Measured with `npm run bench` (BENCH_ONLY=delivery-1, alternating with the previous commit, 7 pairs):
- * the share of updates made HOT went from 21% to 39%; Postgres CPU per delivery from 0.091-0.105 ms to
- * 0.073-0.091, deliveries/s up 6% on average. Only pages written from now on keep the room (an existing
- * table fills its new pages so; VACUUM FULL would repack the old ones, not needed).
+ * Measured with `npm run bench` (BENCH_ONLY=delivery-1, 7 runs alternating with the previous commit):
+ * Postgres CPU per delivery from 0.091-0.105 ms to 0.073-0.091, deliveries/s up 6% on average; in one
+ * pair, the share of updates made HOT went from 21% to 39%. Only pages written from now on keep the
+ * room (an existing table fills its new pages so; VACUUM FULL would repack the old ones, not needed).
  */
 export class DeliveriesFillfactor1764700000000 implements MigrationInterface {
   name = 'DeliveriesFillfactor1764700000000';
