@@ -6,93 +6,120 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { RedisClients } from '../core/redis/redis.module.js';
 
 // Both scripts serve a batch: the attempts that start (or end) while the previous call is out go to Redis
-// in one call, each with its own three keys (slots, breaker, waiters), in the order they came. Every key
-// of a call must be in one Redis Cluster slot: they are, under a hash-tag QUEUE_PREFIX (SCALING.md).
+// in one call, grouped by destination: each destination's three keys (slots, breaker, waiters) once, then
+// its attempts in the order they came. Every key of a call must be in one Redis Cluster slot: they are,
+// under a hash-tag QUEUE_PREFIX (SCALING.md).
 
-// Per attempt: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's slots
-// free themselves), breaker (hash), waiters (list of job ids). ARGV: now, expiresAt, cap, ttl, waitersTtl,
-// then holder and job id per attempt. Returns per attempt 0 when admitted, else until: > 0 is when the
-// destination may be tried again (breaker open), -1 means "woken by a release".
+// Per destination: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's
+// slots free themselves), breaker (hash), waiters (list of job ids). ARGV: now, expiresAt, cap, ttl,
+// waitersTtl, then per destination its number of attempts and each attempt's holder and job id. Returns
+// per attempt 0 when admitted, else until: > 0 is when the destination may be tried again (breaker open),
+// -1 means "woken by a release". What no attempt of the call changes is read once per destination: the
+// expired slots, the count, the breaker's open_until (only a release opens or closes it).
 const ACQUIRE = `
   local now = tonumber(ARGV[1])
   local cap = tonumber(ARGV[3])
-  local function wait(waiters, jobId)
-    redis.call('LREM', waiters, 0, jobId)
-    redis.call('RPUSH', waiters, jobId)
-    redis.call('PEXPIRE', waiters, ARGV[5])
-  end
-  local function acquire(slots, breaker, waiters, holder, jobId)
-    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
-    local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
-    if openUntil > now then return openUntil end
-    local probing = false
-    if openUntil > 0 then
-      local probe = tonumber(redis.call('HGET', breaker, 'probe_until') or '0')
-      if probe > now then
-        wait(waiters, jobId)
-        return probe
-      end
-      redis.call('HSET', breaker, 'probe_until', ARGV[2])
-      probing = true
-    end
-    if redis.call('ZSCORE', slots, holder) or redis.call('ZCARD', slots) < cap then
-      redis.call('ZADD', slots, ARGV[2], holder)
-      redis.call('PEXPIRE', slots, ARGV[4])
-      redis.call('LREM', waiters, 0, jobId)
-      return 0
-    end
-    if probing then redis.call('HDEL', breaker, 'probe_until') end
-    wait(waiters, jobId)
-    return -1
-  end
   local out = {}
-  for i = 0, #KEYS / 3 - 1 do
-    out[i + 1] = acquire(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[6 + 2 * i], ARGV[7 + 2 * i])
+  local at = 6
+  for g = 0, #KEYS / 3 - 1 do
+    local slots, breaker, waiters = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
+    local n = tonumber(ARGV[at])
+    at = at + 1
+    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+    local count = redis.call('ZCARD', slots)
+    local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+    local waiting = redis.call('EXISTS', waiters) == 1
+    local taken = false
+    local function wait(jobId)
+      redis.call('LREM', waiters, 0, jobId)
+      redis.call('RPUSH', waiters, jobId)
+      redis.call('PEXPIRE', waiters, ARGV[5])
+      waiting = true
+    end
+    local function acquire(holder, jobId)
+      if openUntil > now then return openUntil end
+      local probing = false
+      if openUntil > 0 then
+        local probe = tonumber(redis.call('HGET', breaker, 'probe_until') or '0')
+        if probe > now then
+          wait(jobId)
+          return probe
+        end
+        redis.call('HSET', breaker, 'probe_until', ARGV[2])
+        probing = true
+      end
+      if count < cap or redis.call('ZSCORE', slots, holder) then
+        count = count + redis.call('ZADD', slots, ARGV[2], holder)
+        taken = true
+        if waiting then redis.call('LREM', waiters, 0, jobId) end
+        return 0
+      end
+      if probing then redis.call('HDEL', breaker, 'probe_until') end
+      wait(jobId)
+      return -1
+    end
+    for _ = 1, n do
+      out[#out + 1] = acquire(ARGV[at], ARGV[at + 1])
+      at = at + 2
+    end
+    if taken then redis.call('PEXPIRE', slots, ARGV[4]) end
   end
   return out`;
 
 // Ends attempts. Frees exactly each attempt's slot (a stale holder cannot free a newer one's) and hands
-// the turn to the first waiter; then feeds the breaker with what the attempt showed. Per attempt: slots,
-// breaker, waiters; ARGV: now, threshold, cooldown, cap, then holder and signal per attempt: 'timeout'
-// counts towards opening, 'answered' closes, anything else leaves it. Opening doubles the cooldown of a
-// breaker whose probe failed (up to 32x); closing wakes up to `cap` waiters. Returns per attempt the job
-// ids to wake.
+// the turn to the first waiter; then feeds the breaker with what the attempt showed. Per destination:
+// slots, breaker, waiters; ARGV: now, threshold, cooldown, cap, then per destination its number of
+// attempts and each attempt's holder and signal: 'timeout' counts towards opening, 'answered' closes,
+// anything else leaves it. Opening doubles the cooldown of a breaker whose probe failed (up to 32x);
+// closing wakes up to `cap` waiters. Returns per attempt the job ids to wake.
 const RELEASE = `
   local now = tonumber(ARGV[1])
   local threshold = tonumber(ARGV[2])
   local base = tonumber(ARGV[3])
-  local function release(slots, breaker, waiters, holder, signal)
-    local woken = {}
-    if redis.call('ZREM', slots, holder) == 1 then
-      local id = redis.call('LPOP', waiters)
-      if id then woken[1] = id end
-    end
-    if signal == 'answered' then
-      if redis.call('HEXISTS', breaker, 'open_until') == 1 then
-        for _, id in ipairs(redis.call('LPOP', waiters, tonumber(ARGV[4])) or {}) do woken[#woken + 1] = id end
+  local out = {}
+  local at = 5
+  for g = 0, #KEYS / 3 - 1 do
+    local slots, breaker, waiters = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
+    local n = tonumber(ARGV[at])
+    at = at + 1
+    -- No breaker: an answer has nothing to close (the usual case, one call per destination, not per attempt).
+    local closed = redis.call('EXISTS', breaker) == 0
+    local function release(holder, signal)
+      local woken = {}
+      if redis.call('ZREM', slots, holder) == 1 then
+        local id = redis.call('LPOP', waiters)
+        if id then woken[1] = id end
       end
-      redis.call('DEL', breaker)
-      return woken
-    end
-    if signal ~= 'timeout' then return woken end
-    local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
-    -- Already open: attempts that began before it opened change nothing.
-    if openUntil > now then return woken end
-    local fails = redis.call('HINCRBY', breaker, 'fails', 1)
-    if openUntil == 0 and fails < threshold then
+      if signal == 'answered' then
+        if closed then return woken end
+        if redis.call('HEXISTS', breaker, 'open_until') == 1 then
+          for _, id in ipairs(redis.call('LPOP', waiters, tonumber(ARGV[4])) or {}) do woken[#woken + 1] = id end
+        end
+        redis.call('DEL', breaker)
+        closed = true
+        return woken
+      end
+      if signal ~= 'timeout' then return woken end
+      closed = false
+      local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+      -- Already open: attempts that began before it opened change nothing.
+      if openUntil > now then return woken end
+      local fails = redis.call('HINCRBY', breaker, 'fails', 1)
+      if openUntil == 0 and fails < threshold then
+        redis.call('PEXPIRE', breaker, 86400000)
+        return woken
+      end
+      local cooldown = base
+      if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', breaker, 'cooldown') or base) * 2, base * 32) end
+      redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
+      redis.call('HDEL', breaker, 'probe_until')
       redis.call('PEXPIRE', breaker, 86400000)
       return woken
     end
-    local cooldown = base
-    if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', breaker, 'cooldown') or base) * 2, base * 32) end
-    redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
-    redis.call('HDEL', breaker, 'probe_until')
-    redis.call('PEXPIRE', breaker, 86400000)
-    return woken
-  end
-  local out = {}
-  for i = 0, #KEYS / 3 - 1 do
-    out[i + 1] = release(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[5 + 2 * i], ARGV[6 + 2 * i])
+    for _ = 1, n do
+      out[#out + 1] = release(ARGV[at], ARGV[at + 1])
+      at = at + 2
+    end
   end
   return out`;
 
@@ -173,33 +200,70 @@ export class DestinationLimiter {
   private async acquireBatch(batch: Acquiring[]): Promise<Admission[]> {
     const now = Date.now();
     const ttl = this.slotTtlMs;
+    const { keys, args, order } = this.grouped(batch, ({ holder, jobId }) => [holder, jobId]);
     const results = await this.redis.acquireSlots(
-      batch.length * 3,
-      ...batch.flatMap(({ destination }) => this.keys(destination)),
+      keys.length,
+      ...keys,
       now,
       now + ttl,
       this.cap,
       ttl,
       WAITERS_TTL_MS,
-      ...batch.flatMap(({ holder, jobId }) => [holder, jobId]),
+      ...args,
     );
-    return results.map((until) =>
-      until === 0 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null },
-    );
+    const admissions: Admission[] = new Array(batch.length);
+    order.forEach((index, k) => {
+      const until = results[k];
+      admissions[index] = until === 0 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null };
+    });
+    return admissions;
   }
 
-  private releaseBatch(batch: Releasing[]): Promise<string[][]> {
+  private async releaseBatch(batch: Releasing[]): Promise<string[][]> {
     const { threshold, cooldownMs } = this.config.breaker;
-    return this.redis.releaseSlots(
-      batch.length * 3,
-      ...batch.flatMap(({ destination }) => this.keys(destination)),
+    // A breaker switched off (threshold 0) is fed nothing: every attempt counts as `other`.
+    const { keys, args, order } = this.grouped(batch, ({ holder, signal }) => [
+      holder,
+      threshold === 0 ? 'other' : signal,
+    ]);
+    const results = await this.redis.releaseSlots(
+      keys.length,
+      ...keys,
       Date.now(),
       threshold,
       cooldownMs,
       Math.min(this.cap, 1000),
-      // A breaker switched off (threshold 0) is fed nothing: every attempt counts as `other`.
-      ...batch.flatMap(({ holder, signal }) => [holder, threshold === 0 ? 'other' : signal]),
+      ...args,
     );
+    const woken: string[][] = new Array(batch.length);
+    order.forEach((index, k) => (woken[index] = results[k]));
+    return woken;
+  }
+
+  /**
+   * A batch as the scripts take it: each destination's keys once, then its number of attempts and each
+   * one's arguments; `order` maps the script's answers (destination by destination) back to the batch.
+   */
+  private grouped<T extends { destination: string }>(
+    batch: T[],
+    argsOf: (item: T) => string[],
+  ): { keys: string[]; args: (string | number)[]; order: number[] } {
+    const byDestination = new Map<string, number[]>();
+    batch.forEach(({ destination }, index) => {
+      const indexes = byDestination.get(destination);
+      if (indexes) indexes.push(index);
+      else byDestination.set(destination, [index]);
+    });
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    const order: number[] = [];
+    for (const [destination, indexes] of byDestination) {
+      keys.push(...this.keys(destination));
+      args.push(indexes.length);
+      for (const index of indexes) args.push(...argsOf(batch[index]));
+      order.push(...indexes);
+    }
+    return { keys, args, order };
   }
 
   /** True when a slot is free now (a job that just went to wait checks it, in case its wake was missed). */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/core/config/config.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
-import { DestinationLimiter } from '../../src/delivery/destination-limiter.js';
+import { DestinationLimiter, type DestinationSignal } from '../../src/delivery/destination-limiter.js';
 import { Receiver, sleep, waitFor, type Behaviour } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
 
@@ -193,5 +193,25 @@ describe('DestinationLimiter slots', () => {
     // job-d's turn: it takes the slot job-c freed; job-f still waits.
     expect(await limiter.acquire('host:2', 'delivery-d:token', 'job-d')).toEqual({ admitted: true });
     expect(await limiter.release('host:2', 'delivery-d:token')).toEqual(['job-f']);
+  });
+
+  it('fed by attempts that end together, the breaker takes their signals in order', async () => {
+    // Timeouts four at a time, an answer between (at most two script runs): each answer reset the count.
+    const four = Array<DestinationSignal>(4).fill('timeout');
+    const signals: DestinationSignal[] = [...four, 'answered', ...four, 'answered', ...four];
+    await Promise.all(signals.map((signal, i) => limiter.release('host:4', `delivery-${i}:token`, signal)));
+    expect(await limiter.acquire('host:4', 'delivery-p:token', 'job-p')).toEqual({ admitted: true });
+    // The fifth timeout in a row (with an attempt that showed nothing beside it) opens it for the cooldown.
+    const before = Date.now();
+    await Promise.all([
+      limiter.release('host:4', 'delivery-p:token', 'other'),
+      limiter.release('host:4', 'delivery-q:token', 'timeout'),
+    ]);
+    const paused = await limiter.acquire('host:4', 'delivery-r:token', 'job-r');
+    expect(paused.admitted).toBe(false);
+    expect(!paused.admitted && paused.until).toBeGreaterThanOrEqual(before + config.breaker.cooldownMs);
+    // An answer (a probe's) closes it again.
+    await limiter.release('host:4', 'delivery-s:token', 'answered');
+    expect(await limiter.acquire('host:4', 'delivery-r:token', 'job-r')).toEqual({ admitted: true });
   });
 });
