@@ -10,21 +10,35 @@ import { RedisClients } from '../core/redis/redis.module.js';
 // its attempts in the order they came. Every key of a call must be in one Redis Cluster slot: they are,
 // under a hash-tag QUEUE_PREFIX (SCALING.md).
 
+// How both scripts read that layout (DestinationLimiter.grouped writes it): from ARGV[at] on, per destination
+// its number of attempts, then two arguments per attempt. `start(slots, breaker, waiters)` runs once per
+// destination and returns the function each of its attempts is passed to (and optionally one to run after
+// them); returns every attempt's answer, destination by destination.
+const EACH_DESTINATION = `
+  local function eachDestination(at, start)
+    local out = {}
+    for g = 0, #KEYS / 3 - 1 do
+      local attempt, finish = start(KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3])
+      for _ = 1, tonumber(ARGV[at]) do
+        out[#out + 1] = attempt(ARGV[at + 1], ARGV[at + 2])
+        at = at + 2
+      end
+      at = at + 1
+      if finish then finish() end
+    end
+    return out
+  end`;
+
 // Per destination: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's
 // slots free themselves), breaker (hash), waiters (list of job ids). ARGV: now, expiresAt, cap, ttl,
 // waitersTtl, then per destination its number of attempts and each attempt's holder and job id. Returns
 // per attempt 0 when admitted, else until: > 0 is when the destination may be tried again (breaker open),
 // -1 means "woken by a release". What no attempt of the call changes is read once per destination: the
 // expired slots, the count, the breaker's open_until (only a release opens or closes it).
-const ACQUIRE = `
+const ACQUIRE = `${EACH_DESTINATION}
   local now = tonumber(ARGV[1])
   local cap = tonumber(ARGV[3])
-  local out = {}
-  local at = 6
-  for g = 0, #KEYS / 3 - 1 do
-    local slots, breaker, waiters = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
-    local n = tonumber(ARGV[at])
-    at = at + 1
+  return eachDestination(6, function(slots, breaker, waiters)
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
     local count = redis.call('ZCARD', slots)
     local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
@@ -58,13 +72,10 @@ const ACQUIRE = `
       wait(jobId)
       return -1
     end
-    for _ = 1, n do
-      out[#out + 1] = acquire(ARGV[at], ARGV[at + 1])
-      at = at + 2
+    return acquire, function()
+      if taken then redis.call('PEXPIRE', slots, ARGV[4]) end
     end
-    if taken then redis.call('PEXPIRE', slots, ARGV[4]) end
-  end
-  return out`;
+  end)`;
 
 // Ends attempts. Frees exactly each attempt's slot (a stale holder cannot free a newer one's) and hands
 // the turn to the first waiter; then feeds the breaker with what the attempt showed. Per destination:
@@ -72,16 +83,11 @@ const ACQUIRE = `
 // attempts and each attempt's holder and signal: 'timeout' counts towards opening, 'answered' closes,
 // anything else leaves it. Opening doubles the cooldown of a breaker whose probe failed (up to 32x);
 // closing wakes up to `cap` waiters. Returns per attempt the job ids to wake.
-const RELEASE = `
+const RELEASE = `${EACH_DESTINATION}
   local now = tonumber(ARGV[1])
   local threshold = tonumber(ARGV[2])
   local base = tonumber(ARGV[3])
-  local out = {}
-  local at = 5
-  for g = 0, #KEYS / 3 - 1 do
-    local slots, breaker, waiters = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
-    local n = tonumber(ARGV[at])
-    at = at + 1
+  return eachDestination(5, function(slots, breaker, waiters)
     -- No breaker: an answer has nothing to close (the usual case, one call per destination, not per attempt).
     local closed = redis.call('EXISTS', breaker) == 0
     local function release(holder, signal)
@@ -116,12 +122,8 @@ const RELEASE = `
       redis.call('PEXPIRE', breaker, 86400000)
       return woken
     end
-    for _ = 1, n do
-      out[#out + 1] = release(ARGV[at], ARGV[at + 1])
-      at = at + 2
-    end
-  end
-  return out`;
+    return release
+  end)`;
 
 type LimiterRedis = Redis & {
   /** numkeys, then the keys and the arguments as ACQUIRE reads them. */
@@ -200,7 +202,7 @@ export class DestinationLimiter {
   private async acquireBatch(batch: Acquiring[]): Promise<Admission[]> {
     const now = Date.now();
     const ttl = this.slotTtlMs;
-    const { keys, args, order } = this.grouped(batch, ({ holder, jobId }) => [holder, jobId]);
+    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, jobId }) => [holder, jobId]);
     const results = await this.redis.acquireSlots(
       keys.length,
       ...keys,
@@ -211,18 +213,15 @@ export class DestinationLimiter {
       WAITERS_TTL_MS,
       ...args,
     );
-    const admissions: Admission[] = new Array(batch.length);
-    order.forEach((index, k) => {
-      const until = results[k];
-      admissions[index] = until === 0 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null };
-    });
-    return admissions;
+    return inBatchOrder(results).map((until) =>
+      until === 0 ? { admitted: true } : { admitted: false, until: until > 0 ? until : null },
+    );
   }
 
   private async releaseBatch(batch: Releasing[]): Promise<string[][]> {
     const { threshold, cooldownMs } = this.config.breaker;
     // A breaker switched off (threshold 0) is fed nothing: every attempt counts as `other`.
-    const { keys, args, order } = this.grouped(batch, ({ holder, signal }) => [
+    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, signal }) => [
       holder,
       threshold === 0 ? 'other' : signal,
     ]);
@@ -235,19 +234,18 @@ export class DestinationLimiter {
       Math.min(this.cap, 1000),
       ...args,
     );
-    const woken: string[][] = new Array(batch.length);
-    order.forEach((index, k) => (woken[index] = results[k]));
-    return woken;
+    return inBatchOrder(results);
   }
 
   /**
    * A batch as the scripts take it: each destination's keys once, then its number of attempts and each
-   * one's arguments; `order` maps the script's answers (destination by destination) back to the batch.
+   * one's arguments (EACH_DESTINATION reads it); `inBatchOrder` puts the script's answers, which come
+   * destination by destination, back in the batch's order.
    */
   private grouped<T extends { destination: string }>(
     batch: T[],
     argsOf: (item: T) => string[],
-  ): { keys: string[]; args: (string | number)[]; order: number[] } {
+  ): { keys: string[]; args: (string | number)[]; inBatchOrder: <R>(answers: R[]) => R[] } {
     const byDestination = new Map<string, number[]>();
     batch.forEach(({ destination }, index) => {
       const indexes = byDestination.get(destination);
@@ -263,7 +261,12 @@ export class DestinationLimiter {
       for (const index of indexes) args.push(...argsOf(batch[index]));
       order.push(...indexes);
     }
-    return { keys, args, order };
+    const inBatchOrder = <R>(answers: R[]): R[] => {
+      const sorted = new Array<R>(batch.length);
+      order.forEach((index, k) => (sorted[index] = answers[k]));
+      return sorted;
+    };
+    return { keys, args, inBatchOrder };
   }
 
   /** True when a slot is free now (a job that just went to wait checks it, in case its wake was missed). */
