@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
-import { DeliveriesController } from './deliveries.controller.js';
-import { DeliveryLogService } from './delivery-log.service.js';
+import { DeliveriesController } from './log/deliveries.controller.js';
+import { DeliveryLogService } from './log/delivery-log.service.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
-import { RecoveriesController } from './recoveries.controller.js';
-import { RecoveriesService } from './recoveries.service.js';
-import { TestEventController } from './test-event.controller.js';
-import { TestEventService } from './test-event.service.js';
-import { WorkspaceDeliveriesController } from './workspace-deliveries.controller.js';
+import { RecoveriesController } from './recovery/recoveries.controller.js';
+import { RecoveriesService } from './recovery/recoveries.service.js';
+import { TestEventController } from './test-event/test-event.controller.js';
+import { TestEventService } from './test-event/test-event.service.js';
+import { WorkspaceDeliveriesController } from './log/workspace-deliveries.controller.js';
 
 /** The API side of delivery: the delivery logs, manual redelivery, test events and recovery. */
 @Module({

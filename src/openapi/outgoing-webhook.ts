@@ -1,5 +1,5 @@
 import type { OpenAPIObject, PathItemObject } from '@nestjs/swagger';
-import { USER_AGENT } from '../delivery/webhook-sender.js';
+import { USER_AGENT } from '../delivery/engine/webhook-sender.js';
 
 const header = (description: string, schema: Record<string, unknown>, example?: string) => ({
   required: true,

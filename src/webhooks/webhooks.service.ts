@@ -20,7 +20,7 @@ import {
 } from '../core/database/statements.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { forbiddenHostRule } from '../delivery/ssrf-guard.js';
+import { forbiddenHostRule } from '../delivery/engine/ssrf-guard.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
 import { stopWebhook } from './webhook-lock.js';
 import { WebhookEntity } from './webhook.entity.js';

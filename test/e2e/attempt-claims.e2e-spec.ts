@@ -1,4 +1,4 @@
-import { AttemptClaims, type Claim } from '../../src/delivery/attempt-claims.js';
+import { AttemptClaims, type Claim } from '../../src/delivery/store/attempt-claims.js';
 import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';

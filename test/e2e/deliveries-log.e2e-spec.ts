@@ -1,5 +1,5 @@
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
-import type { DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
+import type { DeliveryResponse } from '../../src/delivery/log/delivery.serializer.js';
 import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import {
   DELIVERY_DETAIL_KEYS,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/core/config/config.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
-import { DestinationLimiter, type DestinationSignal } from '../../src/delivery/destination-limiter.js';
+import { DestinationLimiter, type DestinationSignal } from '../../src/delivery/engine/destination-limiter.js';
 import { Receiver, sleep, waitFor, type Behaviour } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
 

@@ -1,7 +1,7 @@
 import { createId } from '@paralleldrive/cuid2';
 import { isCuid2 } from '../../src/core/ids.js';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
-import type { DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
+import type { DeliveryResponse } from '../../src/delivery/log/delivery.serializer.js';
 import {
   ATTEMPT_KEYS,
   DELIVERY_DETAIL_KEYS,

@@ -1,4 +1,4 @@
-import { MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES } from '../../src/delivery/webhook-sender.js';
+import { MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES } from '../../src/delivery/engine/webhook-sender.js';
 import {
   ATTEMPT_KEYS,
   FAST_MAX_ATTEMPTS,

@@ -1,6 +1,6 @@
 import { createId } from '@paralleldrive/cuid2';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
-import { DeliverySweeper } from '../../src/delivery/delivery.sweeper.js';
+import { DeliverySweeper } from '../../src/delivery/scheduled/delivery.sweeper.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 

@@ -1,5 +1,5 @@
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
-import { USER_AGENT } from '../../src/delivery/webhook-sender.js';
+import { USER_AGENT } from '../../src/delivery/engine/webhook-sender.js';
 import {
   listDeliveries,
   setupWebhook,

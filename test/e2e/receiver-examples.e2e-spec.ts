@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { signPayload } from '../../src/delivery/signing.js';
+import { signPayload } from '../../src/delivery/engine/signing.js';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { waitFor, type ReceivedRequest } from '../support/receiver.js';
 import type { TestApp } from '../support/test-app.js';

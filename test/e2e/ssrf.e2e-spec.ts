@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
-import type { Resolver } from '../../src/delivery/ssrf-guard.js';
-import { SSRF_RESOLVER } from '../../src/delivery/webhook-sender.js';
+import type { Resolver } from '../../src/delivery/engine/ssrf-guard.js';
+import { SSRF_RESOLVER } from '../../src/delivery/engine/webhook-sender.js';
 import { Receiver, sleep, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 

@@ -1,4 +1,4 @@
-import { AttemptRecords, type AttemptRecord } from '../../src/delivery/attempt-records.js';
+import { AttemptRecords, type AttemptRecord } from '../../src/delivery/store/attempt-records.js';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import type { WebhookHealth } from '../../src/webhooks/webhook.serializer.js';
 import { getDelivery, listDeliveries, setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
-import type { DeliveryDetailResponse, DeliveryResponse } from '../../src/delivery/delivery.serializer.js';
+import type { DeliveryDetailResponse, DeliveryResponse } from '../../src/delivery/log/delivery.serializer.js';
 import type { SubmissionResponse } from '../../src/submissions/submission.response.js';
 import { client, expectJson, keysOf, registerWebhook, signingSecret, type Client } from './management-api.js';
 import { Receiver, waitFor, type Behaviour, type ReceivedRequest } from './receiver.js';

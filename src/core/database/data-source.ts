@@ -3,7 +3,7 @@ import { ApiKeyEntity } from '../../auth/api-key.entity.js';
 import { CalculatorSubmissionCounterEntity } from '../../calculators/calculator-submission-counter.entity.js';
 import { CalculatorEntity } from '../../calculators/calculator.entity.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../../delivery/delivery.entity.js';
-import { RecoveryEntity } from '../../delivery/recovery.entity.js';
+import { RecoveryEntity } from '../../delivery/recovery/recovery.entity.js';
 import { IdempotencyKeyEntity } from '../../idempotency/idempotency-key.entity.js';
 import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '../../webhooks/webhook.entity.js';

@@ -1,18 +1,18 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
-import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../core/http/paging.js';
-import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
-import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/http/paging.js';
+import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
+import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import { DeliveryLogService } from './delivery-log.service.js';
-import { DELIVERY_STATUSES } from './delivery.entity.js';
+import { DELIVERY_STATUSES } from '../delivery.entity.js';
 import {
   DeliveryDetailResponse,
   DeliveryResponse,
   serializeDelivery,
   serializeDeliveryDetail,
 } from './delivery.serializer.js';
-import { parseWorkspaceLogQuery } from './workspace-log-query.js';
+import { parseWorkspaceLogQuery } from './delivery-log-query.js';
 
 const ApiTimestampQuery = (name: string, description: string) =>
   ApiQuery({ name, required: false, description, schema: { type: 'string', format: 'date-time' } });

@@ -1,9 +1,9 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
-import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
-import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
+import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
+import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import { RecoverWebhookDto } from './recover-webhook.dto.js';
 import { RecoveriesService } from './recoveries.service.js';
 import { RecoveryDryRunResponse, RecoveryResponse, serializeRecovery } from './recovery.serializer.js';

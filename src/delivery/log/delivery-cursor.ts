@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ApiError } from '../core/http/api-error.js';
-import { isCuid2 } from '../core/ids.js';
+import { ApiError } from '../../core/http/api-error.js';
+import { isCuid2 } from '../../core/ids.js';
 
 /** A position in a workspace's delivery log: the last delivery of a page, in (created_at, id) order. */
 export interface LogPosition {

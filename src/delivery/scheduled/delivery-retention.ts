@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
 
 const BATCH = 1000;
 // Between two deletes: the worker's own writes to these tables never queue behind a long run of them.

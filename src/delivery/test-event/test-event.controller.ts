@@ -1,10 +1,10 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
-import { NoBodyPipe } from '../core/http/validation.js';
-import { ApiDataResponse, ApiErrorResponses } from '../openapi/api-decorators.js';
-import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
-import { DeliveryResponse, serializeDelivery } from './delivery.serializer.js';
+import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
+import { NoBodyPipe } from '../../core/http/validation.js';
+import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
+import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
+import { DeliveryResponse, serializeDelivery } from '../log/delivery.serializer.js';
 import { TestEventService } from './test-event.service.js';
 
 @ApiTags('deliveries')

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { RedisClients } from '../core/redis/redis.module.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { RedisClients } from '../../core/redis/redis.module.js';
 import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
 import { DestinationLimiter, type DestinationSignal } from './destination-limiter.js';
-import { DELIVERY_QUEUE, DeliveryQueue, type DeliverJobData } from './delivery-queue.js';
+import { DELIVERY_QUEUE, DeliveryQueue, type DeliverJobData } from '../delivery-queue.js';
 import { WorkspaceShare } from './workspace-share.js';
 
 /** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */

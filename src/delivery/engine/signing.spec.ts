@@ -1,5 +1,5 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { generateSigningSecret } from '../webhooks/webhooks.service.js';
+import { generateSigningSecret } from '../../webhooks/webhooks.service.js';
 import { signPayload } from './signing.js';
 
 const now = () => Math.floor(Date.now() / 1000);

@@ -1,34 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiError } from '../core/http/api-error.js';
-import { isCuid2 } from '../core/ids.js';
-import { SubmissionEntity } from '../submissions/submission.entity.js';
-import { WebhooksService } from '../webhooks/webhooks.service.js';
+import { ApiError } from '../../core/http/api-error.js';
+import { isCuid2 } from '../../core/ids.js';
+import { SubmissionEntity } from '../../submissions/submission.entity.js';
+import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { encodeCursor } from './delivery-cursor.js';
-import { buildPayload } from './delivery-payload.js';
-import { DeliveryQueue, manualJobId } from './delivery-queue.js';
-import { DeliveryAttemptEntity, DeliveryEntity, DELIVERY_STATUSES, type DeliveryStatus } from './delivery.entity.js';
-import type { WorkspaceLogFilter } from './workspace-log-query.js';
+import { buildPayload } from '../delivery-payload.js';
+import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
+import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
+import type { DeliveryFilter, WorkspaceLogFilter } from './delivery-log-query.js';
 
 export interface DeliveryDetail {
   delivery: DeliveryEntity;
   attempts: DeliveryAttemptEntity[];
   payload: unknown;
-}
-
-export interface DeliveryFilter {
-  status?: DeliveryStatus;
-  limit: number;
-  offset: number;
-}
-
-export function parseStatusFilter(raw: unknown): DeliveryStatus | undefined {
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(raw)) {
-    throw ApiError.invalidField('status', `must be one of: ${DELIVERY_STATUSES.join(', ')}`);
-  }
-  return raw as DeliveryStatus;
 }
 
 /** The delivery log of a webhook of the caller's workspace, and manual redelivery. */

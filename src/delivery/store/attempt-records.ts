@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { Batcher } from '../core/batcher.js';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { queryPrepared } from '../core/database/prepared.js';
-import { ATTEMPT_RECORD } from '../core/database/statements.js';
-import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
-import type { DisabledReason } from '../webhooks/webhook.entity.js';
-import { DeliveryEntity, type DeliveryStatus } from './delivery.entity.js';
+import { Batcher } from '../../core/batcher.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { queryPrepared } from '../../core/database/prepared.js';
+import { ATTEMPT_RECORD } from '../../core/database/statements.js';
+import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
+import type { DisabledReason } from '../../webhooks/webhook.entity.js';
+import { DeliveryEntity, type DeliveryStatus } from '../delivery.entity.js';
 
 export interface AttemptRecord {
   deliveryId: string;

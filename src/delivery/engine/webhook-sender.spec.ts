@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
-import { loadConfig } from '../core/config/config.js';
-import { Receiver, waitFor } from '../../test/support/receiver.js';
+import { loadConfig } from '../../core/config/config.js';
+import { Receiver, waitFor } from '../../../test/support/receiver.js';
 import type { Resolver } from './ssrf-guard.js';
 import { excerptOf, MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES, USER_AGENT, WebhookSender } from './webhook-sender.js';
 

@@ -1,6 +1,6 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
-import { WebhookEntity } from '../webhooks/webhook.entity.js';
-import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import { WebhookEntity } from '../../webhooks/webhook.entity.js';
+import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 
 export const RECOVERY_STATUSES = ['running', 'completed', 'cancelled'] as const;
 export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];

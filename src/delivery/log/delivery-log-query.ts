@@ -1,10 +1,24 @@
-import { parseLimit } from '../core/http/paging.js';
-import { ApiError } from '../core/http/api-error.js';
-import { assertBefore, parseTimestamp } from '../core/http/timestamps.js';
-import { isCuid2 } from '../core/ids.js';
+import { parseLimit } from '../../core/http/paging.js';
+import { ApiError } from '../../core/http/api-error.js';
+import { assertBefore, parseTimestamp } from '../../core/http/timestamps.js';
+import { isCuid2 } from '../../core/ids.js';
 import { decodeCursor, type LogPosition } from './delivery-cursor.js';
-import { parseStatusFilter } from './delivery-log.service.js';
-import type { DeliveryStatus } from './delivery.entity.js';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery.entity.js';
+
+/** GET /webhooks/{id}/deliveries: a status filter and offset paging. */
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  limit: number;
+  offset: number;
+}
+
+export function parseStatusFilter(raw: unknown): DeliveryStatus | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(raw)) {
+    throw ApiError.invalidField('status', `must be one of: ${DELIVERY_STATUSES.join(', ')}`);
+  }
+  return raw as DeliveryStatus;
+}
 
 /** GET /deliveries: filters on the workspace's log, a page size and the position after the previous page. */
 export interface WorkspaceLogFilter {

@@ -1,11 +1,12 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
-import { parsePaging } from '../core/http/paging.js';
-import { ApiDataResponse, ApiErrorResponses, ApiPagingQuery } from '../openapi/api-decorators.js';
-import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
-import { DeliveryLogService, parseStatusFilter } from './delivery-log.service.js';
-import { DELIVERY_STATUSES } from './delivery.entity.js';
+import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
+import { parsePaging } from '../../core/http/paging.js';
+import { ApiDataResponse, ApiErrorResponses, ApiPagingQuery } from '../../openapi/api-decorators.js';
+import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
+import { parseStatusFilter } from './delivery-log-query.js';
+import { DeliveryLogService } from './delivery-log.service.js';
+import { DELIVERY_STATUSES } from '../delivery.entity.js';
 import {
   DeliveryDetailResponse,
   DeliveryResponse,

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { Batcher } from '../core/batcher.js';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { RedisClients } from '../core/redis/redis.module.js';
+import { Batcher } from '../../core/batcher.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { RedisClients } from '../../core/redis/redis.module.js';
 
 // Both scripts serve a batch: the attempts that start (or end) while the previous call is out go to Redis
 // in one call, grouped by destination: each destination's three keys (slots, breaker, waiters) once, then

@@ -1,17 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { CalculatorEntity } from '../calculators/calculator.entity.js';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { ApiError } from '../core/http/api-error.js';
-import { newId } from '../core/ids.js';
-import { serializeSubmission } from '../submissions/submission.serializer.js';
-import { WebhookCalculatorEntity, WebhookEntity } from '../webhooks/webhook.entity.js';
-import { assertWebhookActive, WebhooksService } from '../webhooks/webhooks.service.js';
-import { DeliveryQueue } from './delivery-queue.js';
-import { DeliveryEntity } from './delivery.entity.js';
-import { maxAttemptsFor } from './retry-schedule.js';
+import { CalculatorEntity } from '../../calculators/calculator.entity.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { ApiError } from '../../core/http/api-error.js';
+import { newId } from '../../core/ids.js';
+import { serializeSubmission } from '../../submissions/submission.serializer.js';
+import { WebhookCalculatorEntity, WebhookEntity } from '../../webhooks/webhook.entity.js';
+import { assertWebhookActive, WebhooksService } from '../../webhooks/webhooks.service.js';
+import { DeliveryQueue } from '../delivery-queue.js';
+import { DeliveryEntity } from '../delivery.entity.js';
+import { maxAttemptsFor } from '../retry-schedule.js';
 
 /** What a receiver gets from a test event: answers of the kind a calculator collects. */
 const SAMPLE_ANSWERS = { name: 'Jane Doe', email: 'jane.doe@example.com', quantity: 3, total: 149.97 };

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { SubmissionResponse } from '../submissions/submission.response.js';
-import { TRIGGER_TYPES } from '../webhooks/webhook-sources.js';
-import { DELIVERY_STATUSES, type DeliveryAttemptEntity, type DeliveryEntity } from './delivery.entity.js';
+import { SubmissionResponse } from '../../submissions/submission.response.js';
+import { TRIGGER_TYPES } from '../../webhooks/webhook-sources.js';
+import { DELIVERY_STATUSES, type DeliveryAttemptEntity, type DeliveryEntity } from '../delivery.entity.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

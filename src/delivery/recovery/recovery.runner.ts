@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { WebhookEntity } from '../webhooks/webhook.entity.js';
-import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from './delivery-queue.js';
-import { DeliveryEntity } from './delivery.entity.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { WebhookEntity } from '../../webhooks/webhook.entity.js';
+import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from '../delivery-queue.js';
+import { DeliveryEntity } from '../delivery.entity.js';
 import { RECOVERABLE_STATUSES, RecoveryEntity } from './recovery.entity.js';
 
 const BATCH = 500;

@@ -1,14 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { ApiError } from '../core/http/api-error.js';
-import { assertBefore, parseTimestamp } from '../core/http/timestamps.js';
-import { isCuid2, newId } from '../core/ids.js';
-import { WebhookEntity } from '../webhooks/webhook.entity.js';
-import { WebhooksService } from '../webhooks/webhooks.service.js';
-import { DeliveryEntity } from './delivery.entity.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { ApiError } from '../../core/http/api-error.js';
+import { assertBefore, parseTimestamp } from '../../core/http/timestamps.js';
+import { isCuid2, newId } from '../../core/ids.js';
+import { WebhookEntity } from '../../webhooks/webhook.entity.js';
+import { WebhooksService } from '../../webhooks/webhooks.service.js';
+import { DeliveryEntity } from '../delivery.entity.js';
 import type { RecoverWebhookDto } from './recover-webhook.dto.js';
 import { RECOVERABLE_STATUSES, RecoveryEntity } from './recovery.entity.js';
 

@@ -1,4 +1,4 @@
-import { nextRetryDelayMs, parseRetryAfter } from './retry-schedule.js';
+import { nextRetryDelayMs, parseRetryAfter } from '../retry-schedule.js';
 import type { SendResult } from './webhook-sender.js';
 
 export type AttemptOutcome =

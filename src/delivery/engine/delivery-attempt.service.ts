@@ -1,17 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { isCuid2 } from '../core/ids.js';
-import { DeliveryMetrics } from '../metrics/delivery.metrics.js';
-import { AttemptClaims, type AttemptContext } from './attempt-claims.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { isCuid2 } from '../../core/ids.js';
+import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
+import { AttemptClaims, type AttemptContext } from '../store/attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
-import { AttemptRecords } from './attempt-records.js';
-import { WebhookEntity } from '../webhooks/webhook.entity.js';
-import { buildPayload } from './delivery-payload.js';
-import type { DeliverJobData } from './delivery-queue.js';
-import { DeliveryEntity } from './delivery.entity.js';
+import { AttemptRecords } from '../store/attempt-records.js';
+import { WebhookEntity } from '../../webhooks/webhook.entity.js';
+import { buildPayload } from '../delivery-payload.js';
+import type { DeliverJobData } from '../delivery-queue.js';
+import { DeliveryEntity } from '../delivery.entity.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
 

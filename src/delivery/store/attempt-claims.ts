@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { Batcher } from '../core/batcher.js';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
-import { connectionOf, queryPreparedOn, type PooledConnection } from '../core/database/prepared.js';
-import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from '../core/database/statements.js';
+import { Batcher } from '../../core/batcher.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
+import { connectionOf, queryPreparedOn, type PooledConnection } from '../../core/database/prepared.js';
+import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from '../../core/database/statements.js';
 
 export interface AttemptContext {
   attempt_count: number;

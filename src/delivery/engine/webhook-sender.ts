@@ -2,8 +2,8 @@ import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import net from 'node:net';
 import tls from 'node:tls';
 import { Client, type Dispatcher } from 'undici';
-import type { AppConfig } from '../core/config/config.js';
-import { APP_CONFIG } from '../core/config/config.module.js';
+import type { AppConfig } from '../../core/config/config.js';
+import { APP_CONFIG } from '../../core/config/config.module.js';
 import { assertPublicLiteral, ForbiddenDestinationError, guardedLookup, type Resolver } from './ssrf-guard.js';
 
 export const MAX_RESPONSE_BYTES = 64 * 1024;
