@@ -53,25 +53,6 @@ export class CalculatorEntity {
   @Column({ name: 'last_impression_at', type: 'timestamptz', precision: 3, nullable: true })
   lastImpressionAt: Date | null;
 
-  /**
-   * The previous release's counters, still bumped by its processes during a rolling deploy (migration
-   * 1764250000000 adds each bump to shard 0). Unused by this release, which counts in
-   * CalculatorSubmissionCounterEntity; drop them in the next one.
-   */
-  @Column({ name: 'submissions_count', type: 'integer', default: 0, select: false, insert: false, update: false })
-  legacySubmissionsCount: number;
-
-  @Column({
-    name: 'last_submission_at',
-    type: 'timestamptz',
-    precision: 3,
-    nullable: true,
-    select: false,
-    insert: false,
-    update: false,
-  })
-  legacyLastSubmissionAt: Date | null;
-
   @Column({ name: 'new_element_count', type: 'jsonb', default: {} })
   newElementCount: object;
 

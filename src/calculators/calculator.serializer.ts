@@ -90,10 +90,7 @@ export class CalculatorResponse {
 }
 
 /** A calculator with its submission counters (the sum and latest of its shards: CALCULATORS_LIST). */
-export type CountedCalculator = Omit<
-  CalculatorEntity,
-  'legacySubmissionsCount' | 'legacyLastSubmissionAt' | 'createdAt' | 'updatedAt' | 'lastImpressionAt' | 'removedAt'
-> & {
+export type CountedCalculator = Omit<CalculatorEntity, 'createdAt' | 'updatedAt' | 'lastImpressionAt' | 'removedAt'> & {
   createdAt: Timestamp;
   updatedAt: Timestamp;
   lastImpressionAt: Timestamp | null;

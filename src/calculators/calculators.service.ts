@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, IsNull, Repository } from 'typeorm';
 import { queryPrepared } from '../core/database/prepared.js';
-import { CALCULATORS_LIST } from '../core/database/statements.js';
+import { CALCULATORS_LIST } from './calculator.statements.js';
 import { newId } from '../core/ids.js';
 import { CalculatorEntity } from './calculator.entity.js';
 import type { CountedCalculator } from './calculator.serializer.js';

@@ -11,10 +11,10 @@ export interface DeliverJobData {
   trigger: 'scheduled' | 'manual';
   /** host:port of the webhook url (webhooks are never updated), for the per-destination in-flight cap. */
   destination: string;
-  /** The webhook's url, so the worker connects before it claims; absent in jobs of older versions. */
-  url?: string;
-  /** For the per-workspace share of a worker's slots; absent in jobs of older versions. */
-  workspaceId?: string;
+  /** The webhook's url, so the worker connects before it claims. */
+  url: string;
+  /** For the per-workspace share of a worker's slots. */
+  workspaceId: string;
 }
 
 export interface DeliveryToEnqueue {

@@ -7,11 +7,10 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One submission to one webhook: the outbox row, written in the submission's transaction. */
 @Entity('deliveries')
-// The log reads it newest first (created_at DESC, id DESC), an order entities cannot state: see the migration.
+// The logs read newest first (created_at DESC, id DESC), an order entities cannot state: see the migration.
 @Index('deliveries_webhook_log_idx', { synchronize: false })
 @Index('deliveries_submission_idx', ['submissionId'])
 @Index('deliveries_pending_due_idx', ['nextAttemptAt'], { where: "status = 'pending'" })
-// GET /deliveries: the workspace's log newest first (created_at DESC, id DESC): see migration 1764200000000.
 @Index('deliveries_workspace_log_idx', { synchronize: false })
 @Index('deliveries_ended_idx', ['completedAt'], { where: 'completed_at IS NOT NULL' })
 @Check('deliveries_status_check', `status IN ('pending', 'succeeded', 'failed', 'cancelled', 'skipped')`)
@@ -20,7 +19,7 @@ export class DeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
-  /** Its webhook's workspace; no key of its own, as webhookId's implies it (migration 1764500000000). */
+  /** Its webhook's workspace; no foreign key of its own, as webhookId's implies it. */
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 
@@ -78,8 +77,8 @@ export class DeliveryEntity {
 }
 
 /**
- * An attempt is named by its delivery, its number and its start (migration 1764300000000): two rows share
- * a number only when a lease ran out while a request was out and another worker took the number over.
+ * An attempt is named by its delivery, its number and its start: two rows share a number only when a
+ * lease ran out while a request was out and another worker took the number over.
  */
 @Entity('delivery_attempts')
 export class DeliveryAttemptEntity {
@@ -92,10 +91,6 @@ export class DeliveryAttemptEntity {
 
   @PrimaryColumn({ name: 'started_at', type: 'timestamptz', precision: 3 })
   startedAt: Date;
-
-  /** Written only by workers of the release before 1764300000000; dropped in the next release. */
-  @Column({ type: 'varchar', length: 32, nullable: true, select: false })
-  id: string | null;
 
   @Column({ type: 'varchar', length: 16, default: 'scheduled' })
   trigger: 'scheduled' | 'manual';

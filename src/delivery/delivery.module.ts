@@ -3,6 +3,7 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DeliveriesController } from './log/deliveries.controller.js';
 import { DeliveryLogService } from './log/delivery-log.service.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { RecoveriesController } from './recovery/recoveries.controller.js';
 import { RecoveriesService } from './recovery/recoveries.service.js';
 import { TestEventController } from './test-event/test-event.controller.js';
@@ -11,7 +12,7 @@ import { WorkspaceDeliveriesController } from './log/workspace-deliveries.contro
 
 /** The API side of delivery: the delivery logs, manual redelivery, test events and recovery. */
 @Module({
-  imports: [DeliveryQueueModule, WebhooksModule],
+  imports: [DeliveryQueueModule, DeliveryStoreModule, WebhooksModule],
   controllers: [DeliveriesController, WorkspaceDeliveriesController, TestEventController, RecoveriesController],
   providers: [DeliveryLogService, TestEventService, RecoveriesService],
 })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { DataSource, IsNull, Repository } from 'typeorm';
-import { IDEMPOTENCY_CLAIM, IDEMPOTENCY_PURGE_BATCH } from '../core/database/statements.js';
+import { IDEMPOTENCY_CLAIM, IDEMPOTENCY_PURGE_BATCH } from './idempotency-key.statements.js';
 import type { IdempotentRequest } from './idempotency-key.js';
 import { IdempotencyKeyEntity } from './idempotency-key.entity.js';
 

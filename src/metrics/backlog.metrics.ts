@@ -1,9 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { Gauge, Registry } from 'prom-client';
-import { DataSource } from 'typeorm';
-import { OLDEST_PENDING_AGE } from '../core/database/statements.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { DeliveryStore } from '../delivery/store/delivery-store.js';
 
 // A scrape must answer even while Redis or Postgres hangs; the gauge is then left out.
 const COLLECT_TIMEOUT_MS = 2_000;
@@ -22,7 +20,7 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
 export class BacklogMetrics {
   private readonly logger = new Logger('BacklogMetrics');
 
-  constructor(registry: Registry, queue: DeliveryQueue, @InjectDataSource() dataSource: DataSource) {
+  constructor(registry: Registry, queue: DeliveryQueue, store: DeliveryStore) {
     const logger = this.logger;
     new Gauge({
       name: 'webhook_delivery_queue_jobs',
@@ -46,8 +44,7 @@ export class BacklogMetrics {
       async collect() {
         this.reset();
         try {
-          const [row]: { age: number | null }[] = await withTimeout(dataSource.query(OLDEST_PENDING_AGE));
-          this.set(row?.age ?? 0);
+          this.set(await withTimeout(store.oldestPendingAgeSeconds()));
         } catch (error) {
           logger.warn(`Oldest pending delivery age unavailable: ${(error as Error).message}`);
         }

@@ -1,14 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { queryPrepared } from '../core/database/prepared.js';
-import { SUBMISSION_WITH_OUTBOX } from '../core/database/statements.js';
 import { ApiError } from '../core/http/api-error.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
+import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import type { SubmissionEntity } from './submission.entity.js';
 
 export interface NewSubmission {
@@ -36,14 +33,6 @@ function assertStorable(input: NewSubmission): void {
   }
 }
 
-interface Written {
-  created: number;
-  /** Webhooks bound to the calculator: when more than the ids sent, nothing was written. */
-  bound: number;
-  delivery_ids: string[];
-  urls: string[];
-}
-
 // Calculators whose webhook count is remembered; past this the hints start over.
 const BOUND_HINTS = 10_000;
 
@@ -56,7 +45,7 @@ export class SubmissionsService {
   private readonly boundHint = new Map<string, number>();
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly store: DeliveryStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
   ) {}
@@ -78,23 +67,23 @@ export class SubmissionsService {
       updatedAt: now,
     };
     const write = (deliveryIds: string[]) =>
-      queryPrepared<Written>(this.dataSource, SUBMISSION_WITH_OUTBOX, [
-        submission.id,
+      this.store.createForSubmission({
+        submissionId: submission.id,
         calculatorId,
         workspaceId,
-        now,
-        submission.finished,
-        JSON.stringify(submission.data),
-        JSON.stringify(submission.meta),
+        at: now,
+        finished: submission.finished,
+        data: submission.data,
+        meta: submission.meta,
         deliveryIds,
-        maxAttemptsFor(this.config.retryScheduleMs),
-      ]);
+        maxAttempts: maxAttemptsFor(this.config.retryScheduleMs),
+      });
     let ids = this.deliveryIds(this.boundHint.get(calculatorId) ?? 1);
-    let [result] = await write(ids);
+    let result = await write(ids);
     while (result.bound > ids.length) {
       // Webhooks were bound since the last submission: again, with an id for each (nothing was written).
       ids = ids.concat(this.deliveryIds(result.bound - ids.length));
-      [result] = await write(ids);
+      result = await write(ids);
     }
     if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
     // Only once the calculator proved the workspace's: another workspace's 404 must not reset its hint.

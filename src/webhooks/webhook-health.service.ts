@@ -4,15 +4,15 @@ import { DataSource, IsNull } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryEntity } from '../delivery/delivery.entity.js';
-import { stopWebhook } from './webhook-lock.js';
+import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { WebhookEntity } from './webhook.entity.js';
 import { serializeWebhookHealth, type WebhookHealth } from './webhook.serializer.js';
 import { WebhooksService } from './webhooks.service.js';
 
 /**
  * Health and pause (DESIGN 7.1). While a webhook is disabled nothing is sent to it: disabling skips its
- * pending deliveries behind the removal fence (webhook-lock.ts), a submission records its delivery as
- * `skipped` (SUBMISSION_WITH_OUTBOX), and the claim skips any delivery it finds (migration 1764210000000).
+ * pending deliveries behind the removal fence, a submission records its delivery as `skipped`, and the
+ * claim skips any delivery it finds (src/delivery/store).
  * The attempt record keeps the failure streak and disables automatically (ATTEMPT_RECORD).
  */
 @Injectable()
@@ -21,6 +21,7 @@ export class WebhookHealthService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
+    private readonly store: DeliveryStore,
   ) {}
 
   async health(workspaceId: string, id: string): Promise<WebhookHealth> {
@@ -31,7 +32,7 @@ export class WebhookHealthService {
   async disable(workspaceId: string, id: string): Promise<WebhookHealth> {
     const current = await this.webhooks.get(workspaceId, id);
     if (current.disabledAt) return this.healthOf(current);
-    const stopped = await stopWebhook(this.dataSource, 'disable', workspaceId, id); // null: disabled meanwhile
+    const stopped = await this.store.stopWebhook('disable', workspaceId, id); // null: disabled meanwhile
     if (stopped) await this.queue.remove(stopped.ended);
     return this.health(workspaceId, id);
   }

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookHealthService } from './webhook-health.service.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @Module({
-  imports: [CalculatorsModule, DeliveryQueueModule],
+  imports: [CalculatorsModule, DeliveryQueueModule, DeliveryStoreModule],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookHealthService],
   exports: [WebhooksService],

@@ -12,17 +12,12 @@ import {
   transactionOn,
   type PreparedStatement,
 } from '../core/database/prepared.js';
-import {
-  WEBHOOK_REGISTER,
-  webhookGet,
-  WEBHOOKS_LIST,
-  WORKSPACE_REGISTRATION_LOCK,
-} from '../core/database/statements.js';
+import { WEBHOOK_REGISTER, webhookGet, WEBHOOKS_LIST, WORKSPACE_REGISTRATION_LOCK } from './webhook.statements.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { forbiddenHostRule } from '../delivery/engine/ssrf-guard.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
-import { stopWebhook } from './webhook-lock.js';
 import { WebhookEntity } from './webhook.entity.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
 import {
@@ -56,6 +51,7 @@ export class WebhooksService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
+    private readonly store: DeliveryStore,
   ) {
     this.getStatement = webhookGet(selectListOf(dataSource, WebhookEntity));
   }
@@ -136,14 +132,14 @@ export class WebhooksService {
   }
 
   /**
-   * Marks the webhook removed and cancels its pending deliveries behind the removal fence
-   * (webhook-lock.ts): once this returns nothing more reaches the receiver.
+   * Marks the webhook removed and cancels its pending deliveries behind the removal fence: once this
+   * returns nothing more reaches the receiver.
    */
   async remove(workspaceId: string, id: string): Promise<ListedWebhook> {
-    const stopped = isCuid2(id) ? await stopWebhook(this.dataSource, 'remove', workspaceId, id) : null;
+    const stopped = isCuid2(id) ? await this.store.stopWebhook<ListedWebhookRow>('remove', workspaceId, id) : null;
     if (!stopped) throw ApiError.notFound(`Webhook ${id} not found`);
     await this.queue.remove(stopped.ended);
-    return stopped.webhook;
+    return listedWebhookOf(stopped);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { AttemptClaims, type Claim } from '../../src/delivery/store/attempt-claims.js';
 import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
@@ -95,7 +96,7 @@ describe('attempt claims (real Postgres, no worker)', () => {
       });
       expect(rows.filter((r) => r.outcome === 'claimed').map((r) => r.url)).toEqual([URL, URL]);
       const locked = (await t.dataSource.query(
-        `SELECT w.id FROM webhooks w JOIN pg_locks l ON l.locktype = 'advisory' AND l.classid = 7270
+        `SELECT w.id FROM webhooks w JOIN pg_locks l ON l.locktype = 'advisory' AND l.classid = ${DatabaseLock.WebhookFence}
            AND l.objsubid = 2 AND l.objid = (hashtext(w.id)::bigint & 4294967295)::oid
          WHERE l.pid = $1 AND l.granted AND l.mode = 'ShareLock'`,
         [pid],
@@ -141,8 +142,7 @@ describe('attempt claims (real Postgres, no worker)', () => {
     }
   });
 
-  // Rows packed full made almost every claim a non-HOT update: six new index entries for a lease
-  // (migration 1764700000000).
+  // Rows packed full would make almost every claim a non-HOT update: six new index entries for a lease.
   it('a claim of rows on a filled page is a HOT update (the page kept room for it)', async () => {
     const setup = await setupWebhook(t, URL);
     const owner = ownerOf(setup, await submit(setup.api, setup.calculator.id));
@@ -178,9 +178,8 @@ describe('attempt claims (real Postgres, no worker)', () => {
     }
   });
 
-  // Postgres re-planned both on every call for batches of one to three (custom plans won its cost
-  // comparison), twice the Postgres time of a claim or a record; and a generic plan made on a young
-  // database scanned whole tables on every call. Migration 1764600000000.
+  // Without this Postgres re-plans both on every call for small batches (custom plans win its cost
+  // comparison), and a generic plan made on a young database scans whole tables on every call.
   it('the claim and the record are planned once per connection, to key lookups only', async () => {
     const rows = (await t.dataSource.query(
       `SELECT proname, proconfig FROM pg_proc

@@ -1,6 +1,7 @@
 import { createId } from '@paralleldrive/cuid2';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import { DeliverySweeper } from '../../src/delivery/scheduled/delivery.sweeper.js';
+import { DeliveryStore } from '../../src/delivery/store/delivery-store.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -19,7 +20,7 @@ describe('delivery sweeper', () => {
     // No in-process worker: the jobs stay where the test puts them, and the test runs each pass.
     t = await createTestApp();
     queue = t.app.get(DeliveryQueue);
-    sweeper = new DeliverySweeper(t.dataSource, t.config, queue);
+    sweeper = new DeliverySweeper(t.app.get(DeliveryStore), t.config, queue);
   });
   afterAll(() => t.close());
 

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { setupWebhook, submit, useFastDeliveryApp, waitForEndedDelivery } from '../support/delivery.js';
 import { sleep, waitFor } from '../support/receiver.js';
 
@@ -15,8 +16,8 @@ describe('a delivery whose claim times out waiting for its lock', () => {
     const holder = new pg.Client({ connectionString: t.config.databaseUrl });
     await holder.connect();
     try {
-      // The removal lock of that webhook, as DELETE takes it (namespace 7270).
-      await holder.query('SELECT pg_advisory_lock(7270, hashtext($1))', [webhook.id]);
+      // The removal lock of that webhook, as DELETE takes it.
+      await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [DatabaseLock.WebhookFence, webhook.id]);
       await submit(api, calculator.id);
       await sleep(t.config.databaseTimeouts.lockMs + 500); // the first claim has timed out by now
       expect(receiver.requests).toHaveLength(0);

@@ -1,13 +1,7 @@
-import { createId } from '@paralleldrive/cuid2';
 import pg from 'pg';
-import { DataSource } from 'typeorm';
-import { generateApiKey } from '../../src/auth/api-key.js';
-import { MIGRATIONS } from '../../src/core/database/data-source.js';
-import { ensureDatabase } from '../../src/core/database/migrate.js';
-import { CalculatorSubmissionCounters1764250000000 } from '../../src/core/database/migrations/1764250000000-calculator-submission-counters.js';
 import { countRows, submit } from '../support/delivery.js';
 import { client, registerWebhook, type Client } from '../support/management-api.js';
-import { createCalculator, createTestApp, createWorkspace, PG_BASE_URL, type TestApp } from '../support/test-app.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hook';
 
@@ -125,76 +119,5 @@ describe('submission counters of a hot calculator', () => {
     const counters = await countersOf(api);
     expect(ids.map((id) => counters.get(id)?.submissionsCount)).toEqual([80, 80]);
     expect(await countRows(t, 'deliveries', workspace.id)).toBe(160 * 2);
-  });
-});
-
-describe('migration 1764250000000 (sharded submission counters)', () => {
-  const dbName = `cw_test_${createId()}`;
-  const databaseUrl = `${PG_BASE_URL}/${dbName}`;
-  const workspaceId = createId();
-  const issued = generateApiKey();
-  const old = [
-    { id: createId(), count: 7, last: '2024-03-01T08:00:00.123Z' },
-    { id: createId(), count: 0, last: null },
-  ];
-  let t: TestApp;
-
-  beforeAll(async () => {
-    // A database as the previous release left it, with counts on the calculators' rows.
-    await ensureDatabase(databaseUrl);
-    const previous = new DataSource({
-      type: 'postgres',
-      url: databaseUrl,
-      migrations: MIGRATIONS.slice(0, MIGRATIONS.indexOf(CalculatorSubmissionCounters1764250000000)),
-      migrationsTableName: 'migrations',
-    });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
-    await previous.query(`INSERT INTO workspaces (id, name) VALUES ($1, 'Old')`, [workspaceId]);
-    await previous.query(`INSERT INTO api_keys (id, workspace_id, prefix, key_hash) VALUES ($1, $2, $3, $4)`, [
-      createId(),
-      workspaceId,
-      issued.prefix,
-      issued.hash,
-    ]);
-    for (const [i, c] of old.entries()) {
-      await previous.query(
-        `INSERT INTO calculators (id, workspace_id, folder_id, name, submissions_count, last_submission_at, created_at)
-         VALUES ($1, $2, $3, 'Old', $4, $5, now() + make_interval(secs => $6))`,
-        [c.id, workspaceId, createId(), c.count, c.last, i],
-      );
-    }
-    await previous.destroy();
-    t = await createTestApp({ DATABASE_URL: databaseUrl }); // runs the pending migrations
-  });
-  afterAll(() => t.close());
-
-  it('moves the existing counts into shard 0 and keeps counting from them', async () => {
-    const api = client(t, issued.key);
-    const before = await countersOf(api);
-    expect(old.map((c) => before.get(c.id))).toEqual([
-      { submissionsCount: 7, lastSubmissionAt: '2024-03-01T08:00:00.123Z' },
-      { submissionsCount: 0, lastSubmissionAt: null },
-    ]);
-    const shards = await t.dataSource.query(`SELECT calculator_id, shard, count FROM calculator_submission_counters`);
-    expect(shards).toEqual([{ calculator_id: old[0].id, shard: 0, count: '7' }]);
-
-    const submission = await submit(api, old[0].id);
-    expect((await countersOf(api)).get(old[0].id)).toEqual({
-      submissionsCount: 8,
-      lastSubmissionAt: submission.createdAt,
-    });
-  });
-
-  it('counts a bump made the old way by a process of the previous release (rolling deploy)', async () => {
-    const api = client(t, issued.key);
-    await t.dataSource.query(
-      `UPDATE calculators SET submissions_count = submissions_count + 1, last_submission_at = $2 WHERE id = $1`,
-      [old[1].id, '2030-01-02T03:04:05.678Z'],
-    );
-    expect((await countersOf(api)).get(old[1].id)).toEqual({
-      submissionsCount: 1,
-      lastSubmissionAt: '2030-01-02T03:04:05.678Z',
-    });
   });
 });

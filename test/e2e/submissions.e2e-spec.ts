@@ -315,7 +315,7 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
     });
   });
 
-  // Submissions and deliveries do not key their workspace_id to workspaces (migration 1764500000000):
+  // Submissions and deliveries do not key their workspace_id to workspaces:
   // removing a workspace must still remove them, through its calculators' and webhooks' cascades.
   it('a workspace deleted from the database takes its submissions and deliveries, test ones included', async () => {
     const ctx = await setup();

@@ -27,9 +27,11 @@ describe('POST /webhooks/{id}/test', () => {
 
   const calculatorCounters = async (calculatorId: string) =>
     (
-      await env.t.dataSource.query('SELECT submissions_count, last_submission_at FROM calculators WHERE id = $1', [
-        calculatorId,
-      ])
+      await env.t.dataSource.query(
+        `SELECT coalesce(sum(count), 0)::int AS count, max(last_submission_at) AS last_submission_at
+         FROM calculator_submission_counters WHERE calculator_id = $1`,
+        [calculatorId],
+      )
     )[0];
 
   it('sends a signed sample submission (meta.test) of one of its calculators; nothing is stored', async () => {

@@ -9,18 +9,7 @@ import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '../../webhooks/webhook.entity.js';
 import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import type { AppConfig } from '../config/config.js';
-import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
-import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
-import { BeginDeliveryAttempt1763910000000 } from './migrations/1763910000000-begin-delivery-attempt.js';
-import { AttemptLease1764100000000 } from './migrations/1764100000000-attempt-lease.js';
-import { OperateDeliveries1764200000000 } from './migrations/1764200000000-operate-deliveries.js';
-import { ClaimSkipsDisabled1764210000000 } from './migrations/1764210000000-claim-skips-disabled.js';
-import { CalculatorSubmissionCounters1764250000000 } from './migrations/1764250000000-calculator-submission-counters.js';
-import { AttemptNaturalKey1764300000000 } from './migrations/1764300000000-attempt-natural-key.js';
-import { DropImpliedWorkspaceKeys1764500000000 } from './migrations/1764500000000-drop-implied-workspace-keys.js';
-import { SetBasedClaim1764400000000 } from './migrations/1764400000000-set-based-claim.js';
-import { AttemptGenericPlans1764600000000 } from './migrations/1764600000000-attempt-generic-plans.js';
-import { DeliveriesFillfactor1764700000000 } from './migrations/1764700000000-deliveries-fillfactor.js';
+import { Baseline1764800000000 } from './migrations/1764800000000-baseline.js';
 
 export const ENTITIES = [
   WorkspaceEntity,
@@ -37,20 +26,7 @@ export const ENTITIES = [
   IdempotencyKeyEntity,
 ];
 
-export const MIGRATIONS = [
-  InitialSchema1763740000000,
-  ApiKeyRevocationNotify1763900000000,
-  BeginDeliveryAttempt1763910000000,
-  AttemptLease1764100000000,
-  OperateDeliveries1764200000000,
-  ClaimSkipsDisabled1764210000000,
-  CalculatorSubmissionCounters1764250000000,
-  AttemptNaturalKey1764300000000,
-  SetBasedClaim1764400000000,
-  DropImpliedWorkspaceKeys1764500000000,
-  AttemptGenericPlans1764600000000,
-  DeliveriesFillfactor1764700000000,
-];
+export const MIGRATIONS = [Baseline1764800000000];
 
 /**
  * `timeouts`: every connection starts with them (startup parameters, so no extra round trip); a blocked

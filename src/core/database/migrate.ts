@@ -2,7 +2,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config.js';
 import { dataSourceOptions } from './data-source.js';
-import { MIGRATION_LOCK, MIGRATION_UNLOCK } from './statements.js';
+import { DatabaseLock } from './database-lock.js';
 
 /** Creates the configured database when it does not exist yet (a fresh machine has none). */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
@@ -31,11 +31,11 @@ export async function runMigrations(config: AppConfig): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   try {
     await runner.connect();
-    await runner.query(MIGRATION_LOCK);
+    await runner.query('SELECT pg_advisory_lock($1)', [DatabaseLock.Migration]);
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     return applied.map((m) => m.name);
   } finally {
-    await runner.query(MIGRATION_UNLOCK).catch(() => undefined);
+    await runner.query('SELECT pg_advisory_unlock($1)', [DatabaseLock.Migration]).catch(() => undefined);
     await runner.release();
     await dataSource.destroy();
   }

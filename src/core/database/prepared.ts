@@ -3,7 +3,7 @@ import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
 
 /**
  * A hot statement, parsed and planned once per connection (a named prepared statement) instead of
- * on every call; `name` must be unique per `text`. The statements themselves are in statements.ts.
+ * on every call; `name` must be unique per `text`. Each lives with the feature that owns its table.
  */
 export interface PreparedStatement {
   name: string;
@@ -52,6 +52,20 @@ export async function queryPrepared<T extends QueryResultRow>(
   const { client, release } = await connectionOf(dataSource);
   try {
     return await queryPreparedOn<T>(client, statement, values);
+  } finally {
+    release();
+  }
+}
+
+/** Runs a prepared statement that returns no rows on any connection of the pool; returns the rows it changed. */
+export async function executePrepared(
+  dataSource: DataSource,
+  statement: PreparedStatement,
+  values: unknown[],
+): Promise<number> {
+  const { client, release } = await connectionOf(dataSource);
+  try {
+    return (await client.query({ ...statement, values })).rowCount ?? 0;
   } finally {
     release();
   }

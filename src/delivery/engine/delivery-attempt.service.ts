@@ -1,6 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { isCuid2 } from '../../core/ids.js';
@@ -8,10 +6,8 @@ import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
 import { AttemptClaims, type AttemptContext } from '../store/attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { AttemptRecords } from '../store/attempt-records.js';
-import { WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { buildPayload } from '../delivery-payload.js';
 import type { DeliverJobData } from '../delivery-queue.js';
-import { DeliveryEntity } from '../delivery.entity.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
 
@@ -28,7 +24,6 @@ export class DeliveryAttemptService {
   private readonly logger = new Logger('DeliveryAttempt');
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sender: WebhookSender,
     private readonly claims: AttemptClaims,
@@ -38,10 +33,8 @@ export class DeliveryAttemptService {
 
   async run({ deliveryId, trigger, url }: DeliverJobData): Promise<RunResult> {
     if (!isCuid2(deliveryId)) return { status: 'skipped' };
-    const target = url ?? (await this.urlOf(deliveryId));
-    if (target === undefined) return { status: 'skipped' };
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
-    const connection = await this.sender.connect(target);
+    const connection = await this.sender.connect(url);
     const claim = await this.claims.claim(deliveryId).catch((error: unknown) => {
       if (connection.ok) connection.abandon();
       throw error;
@@ -119,16 +112,5 @@ export class DeliveryAttemptService {
     const secrets = ctx.previous_secret ? [ctx.secret, ctx.previous_secret] : [ctx.secret];
     const headers = signPayload(secrets, deliveryId, Math.floor(Date.now() / 1000), body);
     return { body, headers: { ...headers } };
-  }
-
-  private async urlOf(deliveryId: string): Promise<string | undefined> {
-    // Jobs enqueued before the url travelled with the job.
-    const webhook = await this.dataSource
-      .createQueryBuilder(WebhookEntity, 'w')
-      .select('w.url')
-      .innerJoin(DeliveryEntity, 'd', 'd.webhookId = w.id')
-      .where('d.id = :deliveryId', { deliveryId })
-      .getOne();
-    return webhook?.url;
   }
 }

@@ -77,7 +77,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
-    const { deliveryId, destination, workspaceId = '' } = job.data;
+    const { deliveryId, destination, workspaceId } = job.data;
     const jobId = job.id ?? deliveryId;
     if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
       await job.moveToDelayed(Date.now() + jitter(WAKE_FALLBACK_MS), token);

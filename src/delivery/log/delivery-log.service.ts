@@ -9,6 +9,7 @@ import { encodeCursor } from './delivery-cursor.js';
 import { buildPayload } from '../delivery-payload.js';
 import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
+import { DeliveryStore } from '../store/delivery-store.js';
 import type { DeliveryFilter, WorkspaceLogFilter } from './delivery-log-query.js';
 
 export interface DeliveryDetail {
@@ -24,6 +25,7 @@ export class DeliveryLogService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
+    private readonly store: DeliveryStore,
   ) {}
 
   async list(workspaceId: string, webhookId: string, filter: DeliveryFilter): Promise<DeliveryEntity[]> {
@@ -101,36 +103,14 @@ export class DeliveryLogService {
   async retry(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
     const webhook = await this.webhooks.getActive(workspaceId, webhookId);
     const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
-    const now = new Date();
     const pending = delivery.status === 'pending';
-    const updated = await this.dataSource
-      .getRepository(DeliveryEntity)
-      .createQueryBuilder()
-      .update()
-      .set(
-        pending
-          ? { nextAttemptAt: now, updatedAt: now }
-          : {
-              status: 'pending',
-              maxAttempts: () => 'attempt_count + 1',
-              nextAttemptAt: now,
-              completedAt: null,
-              updatedAt: now,
-            },
-      )
-      .where(`id = :deliveryId AND status IN (:...from)`, {
-        deliveryId,
-        from: pending ? ['pending'] : ['succeeded', 'failed', 'skipped'],
-      })
-      .returning('max_attempts')
-      .execute();
-    const [retried] = updated.raw as { max_attempts: number }[];
-    if (!retried) {
+    const maxAttempts = await this.store.retry(deliveryId, pending);
+    if (maxAttempts === null) {
       throw ApiError.invalidField('status', 'the delivery changed meanwhile (another retry, or its attempt ended)');
     }
     const job = { deliveryId, url: webhook.url, workspaceId };
-    if (pending) await this.queue.runNow({ ...job, maxAttempts: retried.max_attempts });
-    else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, retried.max_attempts) }], 'manual');
+    if (pending) await this.queue.runNow({ ...job, maxAttempts });
+    else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, maxAttempts) }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 

@@ -10,7 +10,8 @@ import { WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import type { RecoverWebhookDto } from './recover-webhook.dto.js';
-import { RECOVERABLE_STATUSES, RecoveryEntity } from './recovery.entity.js';
+import { TRANSITIONS } from '../store/delivery-lifecycle.js';
+import { RecoveryEntity } from './recovery.entity.js';
 
 export type RecoverOutcome = { dryRun: true; matched: number } | { dryRun: false; recovery: RecoveryEntity };
 
@@ -99,7 +100,7 @@ export class RecoveriesService {
         since,
         until,
       })
-      .andWhere('d.status IN (:...statuses)', { statuses: RECOVERABLE_STATUSES })
+      .andWhere('d.status IN (:...statuses)', { statuses: TRANSITIONS.recover.from })
       .getCount();
   }
 }

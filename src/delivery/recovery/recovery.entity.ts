@@ -5,9 +5,6 @@ import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 export const RECOVERY_STATUSES = ['running', 'completed', 'cancelled'] as const;
 export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
 
-/** The delivery statuses a recovery sends again. */
-export const RECOVERABLE_STATUSES = ['failed', 'skipped'] as const;
-
 /**
  * A recovery (DESIGN 7.3): every failed or skipped delivery of one webhook created in [since, until)
  * sent again once. The worker carries it out in batches in (created_at, id) order and moves the cursor

@@ -6,7 +6,9 @@ import { APP_CONFIG } from '../../core/config/config.module.js';
 import { WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
-import { RECOVERABLE_STATUSES, RecoveryEntity } from './recovery.entity.js';
+import { TRANSITIONS } from '../store/delivery-lifecycle.js';
+import { DeliveryStore } from '../store/delivery-store.js';
+import { RecoveryEntity } from './recovery.entity.js';
 
 const BATCH = 500;
 // Between two batches of one recovery: a large recovery leaves room to the deliveries it queued.
@@ -39,6 +41,7 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
+    private readonly store: DeliveryStore,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -118,7 +121,7 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
         since: recovery.since,
         until: recovery.until,
       })
-      .andWhere('d.status IN (:...statuses)', { statuses: RECOVERABLE_STATUSES })
+      .andWhere('d.status IN (:...statuses)', { statuses: TRANSITIONS.recover.from })
       // What `matched` counted: failed or skipped when the recovery was asked for, not ended since.
       .andWhere('d.updated_at <= :asked', { asked: recovery.createdAt })
       .andWhere('(d.created_at, d.id) > (:afterAt, :afterId)', {
@@ -129,7 +132,7 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
       .addOrderBy('d.id', 'ASC')
       .limit(BATCH)
       .getMany();
-    const requeued = await this.requeue(
+    const requeued = await this.store.recover(
       manager,
       batch.map((d) => d.id),
     );
@@ -153,26 +156,6 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
       jobId: manualJobId(d.id, d.max_attempts),
     }));
     return { outcome: done ? 'done' : 'more', jobs };
-  }
-
-  /** Status back to pending with one more attempt allowed, due now; same id, so the same webhook-id. */
-  private async requeue(manager: EntityManager, ids: string[]): Promise<{ id: string; max_attempts: number }[]> {
-    if (ids.length === 0) return [];
-    const now = new Date();
-    const result = await manager
-      .createQueryBuilder()
-      .update(DeliveryEntity)
-      .set({
-        status: 'pending',
-        maxAttempts: () => 'attempt_count + 1',
-        nextAttemptAt: now,
-        completedAt: null,
-        updatedAt: now,
-      })
-      .where('id IN (:...ids)', { ids })
-      .returning('id, max_attempts')
-      .execute();
-    return result.raw as { id: string; max_attempts: number }[];
   }
 
   private async end(manager: EntityManager, recoveryId: string, status: 'completed' | 'cancelled'): Promise<void> {

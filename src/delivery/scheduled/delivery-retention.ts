@@ -3,22 +3,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
+import { DeliveryStore } from '../store/delivery-store.js';
 
 const BATCH = 1000;
 // Between two deletes: the worker's own writes to these tables never queue behind a long run of them.
 const BATCH_PAUSE_MS = 50;
 
-/*
- * SQL, as the ORM cannot say DELETE ... WHERE id IN (... FOR UPDATE SKIP LOCKED). Each statement is its
- * own short transaction over at most BATCH rows read through the ended-rows index (completed_at IS NOT
- * NULL, so never a pending delivery); rows another transaction holds (a retry taking a delivery back,
- * another worker's retention) are skipped, not waited for. Attempts go with their delivery (FK cascade).
- */
-const DELETE_ENDED_DELIVERIES = `
-  DELETE FROM deliveries WHERE id IN (
-    SELECT id FROM deliveries
-    WHERE completed_at < now() - make_interval(secs => $1::float / 1000) AND status <> 'pending'
-    ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+// As the store's EXPIRE_ENDED for deliveries: small batches, rows another transaction holds skipped.
 const DELETE_ENDED_RECOVERIES = `
   DELETE FROM recoveries WHERE id IN (
     SELECT id FROM recoveries
@@ -39,6 +30,7 @@ export class DeliveryRetention implements OnApplicationBootstrap, OnModuleDestro
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly store: DeliveryStore,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -55,22 +47,26 @@ export class DeliveryRetention implements OnApplicationBootstrap, OnModuleDestro
   private async purge(): Promise<number> {
     let deleted = 0;
     try {
-      for (const statement of [DELETE_ENDED_DELIVERIES, DELETE_ENDED_RECOVERIES]) {
-        deleted += await this.deleteInBatches(statement);
-      }
+      deleted += await this.deleteInBatches((batch) => this.store.expireEnded(this.config.deliveryRetentionMs, batch));
+      deleted += await this.deleteInBatches((batch) => this.deleteEndedRecoveries(batch));
     } catch (error) {
       this.logger.warn(`Retention pass failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
     }
     return deleted;
   }
 
-  private async deleteInBatches(statement: string): Promise<number> {
+  private async deleteEndedRecoveries(batch: number): Promise<number> {
+    const [, count] = (await this.dataSource.query(DELETE_ENDED_RECOVERIES, [
+      this.config.deliveryRetentionMs,
+      batch,
+    ])) as [unknown, number];
+    return count;
+  }
+
+  private async deleteInBatches(deleteBatch: (batch: number) => Promise<number>): Promise<number> {
     let deleted = 0;
     while (!this.stopping) {
-      const [, count] = (await this.dataSource.query(statement, [this.config.deliveryRetentionMs, BATCH])) as [
-        unknown,
-        number,
-      ];
+      const count = await deleteBatch(BATCH);
       deleted += count;
       if (count < BATCH) break;
       await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));

@@ -5,7 +5,7 @@ import { Batcher } from '../../core/batcher.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { connectionOf, queryPreparedOn, type PooledConnection } from '../../core/database/prepared.js';
-import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from '../../core/database/statements.js';
+import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from './delivery-statements.js';
 
 export interface AttemptContext {
   attempt_count: number;
@@ -47,7 +47,7 @@ const MAX_CONCURRENT = 2;
 
 /**
  * The removal fence, worker side. DELETE /webhooks/{id} takes the webhook's lock exclusively
- * (webhook-lock.ts); a claim takes it shared, checks the webhook and the delivery with a snapshot from
+ * (DeliveryStore.stopWebhook); a claim takes it shared, checks the webhook and the delivery with a snapshot from
  * after the lock, and keeps it only until the request is written: so DELETE waits for requests being
  * written, never for receivers, and no request starts after DELETE has returned. The connection is
  * back in the pool as soon as the batch's requests are written; no transaction is open meanwhile.
@@ -63,9 +63,8 @@ export class AttemptClaims {
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     // Two claims at once (fewer with a pool under 4, so records, the sweeper and the rest keep half of it):
-    // one may wait for a webhook's lock while the other goes on. More only split the same claims into
-    // smaller batches: with 5, Postgres spent 0.19-0.21 ms per delivery instead of 0.15-0.16 and the worker
-    // 0.32-0.38 ms instead of 0.27-0.33 (alternating BENCH_ONLY=delivery-1,latency runs); latency no better.
+    // one may wait for a webhook's lock while the other goes on; more only split the same claims into
+    // smaller batches (SCALING.md).
     const concurrent = Math.max(1, Math.min(MAX_CONCURRENT, Math.floor(config.databasePoolSize / 2)));
     this.batcher = new Batcher((ids) => this.claimBatch(ids), concurrent, MAX_BATCH);
     this.leaseMs = config.deliveryTimeoutMs * 2 + 10_000;

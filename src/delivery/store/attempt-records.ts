@@ -5,10 +5,10 @@ import { Batcher } from '../../core/batcher.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { queryPrepared } from '../../core/database/prepared.js';
-import { ATTEMPT_RECORD } from '../../core/database/statements.js';
+import { ATTEMPT_RECORD, SKIP_PENDING } from './delivery-statements.js';
 import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
 import type { DisabledReason } from '../../webhooks/webhook.entity.js';
-import { DeliveryEntity, type DeliveryStatus } from '../delivery.entity.js';
+import type { DeliveryStatus } from '../delivery.entity.js';
 
 export interface AttemptRecord {
   deliveryId: string;
@@ -93,13 +93,8 @@ export class AttemptRecords {
   ): Promise<void> {
     this.logger.warn({ msg: 'webhook disabled automatically', webhookId, workspaceId, reason });
     this.metrics.recordWebhookDisabled(reason);
-    const now = new Date();
-    await this.dataSource
-      .createQueryBuilder()
-      .update(DeliveryEntity)
-      .set({ status: 'skipped', nextAttemptAt: null, completedAt: now, updatedAt: now })
-      .where({ webhookId, status: 'pending' })
-      .execute()
-      .catch((error: unknown) => this.logger.warn(`Skipping the pending deliveries of ${webhookId} failed: ${error}`));
+    await queryPrepared(this.dataSource, SKIP_PENDING, [webhookId, new Date()]).catch((error: unknown) =>
+      this.logger.warn(`Skipping the pending deliveries of ${webhookId} failed: ${error}`),
+    );
   }
 }

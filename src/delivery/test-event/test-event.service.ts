@@ -12,6 +12,7 @@ import { assertWebhookActive, WebhooksService } from '../../webhooks/webhooks.se
 import { DeliveryQueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import { maxAttemptsFor } from '../retry-schedule.js';
+import { DeliveryStore } from '../store/delivery-store.js';
 
 /** What a receiver gets from a test event: answers of the kind a calculator collects. */
 const SAMPLE_ANSWERS = { name: 'Jane Doe', email: 'jane.doe@example.com', quantity: 3, total: 149.97 };
@@ -28,6 +29,7 @@ export class TestEventService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
+    private readonly store: DeliveryStore,
   ) {}
 
   async send(workspaceId: string, webhookId: string): Promise<DeliveryEntity> {
@@ -52,22 +54,22 @@ export class TestEventService {
         .getOne();
       if (!current) throw ApiError.notFound(`Webhook ${webhookId} not found`);
       assertWebhookActive(current);
-      return manager.save(
-        manager.create(DeliveryEntity, {
-          id: newId(),
-          workspaceId,
-          webhookId,
-          submissionId: null,
-          testSubmission: { ...sample },
-          calculatorId,
-          status: 'pending',
-          attemptCount: 0,
-          maxAttempts: maxAttemptsFor(this.config.retryScheduleMs),
-          nextAttemptAt: now,
-          createdAt: now,
-          updatedAt: now,
-        }),
-      );
+      return this.store.createTest(manager, {
+        id: newId(),
+        workspaceId,
+        webhookId,
+        submissionId: null,
+        testSubmission: { ...sample },
+        calculatorId,
+        maxAttempts: maxAttemptsFor(this.config.retryScheduleMs),
+        nextAttemptAt: now,
+        lastAttemptAt: null,
+        lastStatusCode: null,
+        lastError: null,
+        createdAt: now,
+        updatedAt: now,
+        completedAt: null,
+      });
     });
     await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId }]);
     return this.dataSource.getRepository(DeliveryEntity).findOneByOrFail({ id: delivery.id });

@@ -1,0 +1,251 @@
+import { DatabaseLock } from '../../core/database/database-lock.js';
+import { prepared, type PreparedStatement } from '../../core/database/prepared.js';
+import { ENDED_STATUSES, TRANSITIONS } from './delivery-lifecycle.js';
+
+/*
+ * Every statement that writes `deliveries` or `delivery_attempts` (and the store's reads on the engine's
+ * hot path), one per transition of delivery-lifecycle.ts. SQL where the ORM cannot say it (advisory
+ * locks, data-modifying CTEs, arrays) or would take more round trips; each says why. Named statements are
+ * parsed and planned once per connection. The plpgsql functions they call are in sql/.
+ */
+
+const list = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
+
+// --- create: a submission and its outbox (POST .../submissions, the hottest write) ---
+
+/**
+ * SQL because only a data-modifying CTE makes it one statement, so one atomic write in one round trip:
+ * find the webhooks bound to the calculator, bump the calculator's counters, insert the submission, and
+ * insert one outbox row per webhook: `pending`, or `skipped` (ended at once, never queued) for a disabled
+ * one. The delivery ids come in $8, made by the caller (CUID2s, like every id): when the calculator has
+ * more webhooks than ids, nothing is written and `bound` says how many to send again. Nothing is written
+ * either when the calculator is not the workspace's. Returns the pending deliveries' ids and urls.
+ *
+ * `bound` starts from the calculator's bindings and looks each webhook up by its key (OFFSET 0 keeps the
+ * planner from reordering that): otherwise the generic plan of the prepared statement can scan every
+ * webhook once removed webhooks' bindings make some calculators' counts large.
+ *
+ * Counters: the calculator's row is only share-locked (a removal still waits for the submissions under
+ * way), and the count goes to one shard of calculator_submission_counters: the first one no other
+ * submission holds (SKIP LOCKED), else a new one (0 for the first, then this connection's among 1..15;
+ * ON CONFLICT cannot skip a lock, so it may wait, rarely). Locks are always taken calculator row first
+ * (the shard lookup waits for `calc`), then one shard, so submissions and removals cannot deadlock.
+ */
+export const SUBMISSION_WITH_OUTBOX = prepared(
+  'submission_insert_with_outbox',
+  `
+  WITH bound AS (
+    SELECT w.id, w.url, w.disabled_at, row_number() OVER (ORDER BY w.id) AS n
+    FROM webhook_calculators wc
+    CROSS JOIN LATERAL (
+      SELECT w.id, w.url, w.disabled_at FROM webhooks w
+      JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
+      WHERE w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $3
+      OFFSET 0
+    ) w
+    WHERE wc.calculator_id = $2
+  ), calc AS (
+    SELECT id FROM calculators WHERE id = $2 AND workspace_id = $3 AND removed_at IS NULL
+      AND (SELECT count(*) FROM bound) <= cardinality($8::varchar[])
+    FOR SHARE
+  ), free_shard AS (
+    SELECT shard FROM calculator_submission_counters WHERE calculator_id = (SELECT id FROM calc)
+    ORDER BY shard LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED
+  ), bumped AS (
+    UPDATE calculator_submission_counters k
+    SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, $4)
+    FROM free_shard f WHERE k.calculator_id = $2 AND k.shard = f.shard
+  ), added AS (
+    INSERT INTO calculator_submission_counters AS k (calculator_id, shard, count, last_submission_at)
+    SELECT id, CASE WHEN EXISTS (SELECT FROM calculator_submission_counters e WHERE e.calculator_id = calc.id)
+                    THEN 1 + pg_backend_pid() % 15 ELSE 0 END, 1, $4
+    FROM calc WHERE NOT EXISTS (SELECT FROM free_shard)
+    ON CONFLICT (calculator_id, shard) DO UPDATE
+      SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, EXCLUDED.last_submission_at)
+  ), sub AS (
+    INSERT INTO submissions (id, workspace_id, calculator_id, finished, data, meta, created_at, updated_at)
+    SELECT $1, $3, calc.id, $5, $6, $7, $4, $4 FROM calc
+    RETURNING id
+  ), outbox AS (
+    INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
+                            next_attempt_at, created_at, updated_at, completed_at)
+    SELECT d.id, $3, b.id, sub.id, $2, CASE WHEN b.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
+           $9, CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
+           CASE WHEN b.disabled_at IS NOT NULL THEN $4::timestamptz END
+    FROM sub CROSS JOIN bound b
+    JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
+    RETURNING id, webhook_id, status
+  ), pending AS (
+    SELECT o.id, b.url FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
+  )
+  SELECT (SELECT count(*) FROM sub)::int AS created,
+         (SELECT count(*) FROM bound)::int AS bound,
+         ARRAY(SELECT id FROM pending ORDER BY id) AS delivery_ids,
+         ARRAY(SELECT url FROM pending ORDER BY id) AS urls`,
+);
+
+// --- claim and record (the worker, per batch of attempts) ---
+
+/**
+ * The claim is the function claim_delivery_attempts (sql/): it takes each webhook's fence lock at session
+ * level, which no ORM call can, and leases a batch of deliveries in one round trip. The locks stay on
+ * the connection until ATTEMPT_UNLOCK.
+ */
+export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
+
+export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_unlock_all()');
+
+/**
+ * SQL because every attempt finished since the last write goes in one statement (group commit, from
+ * arrays): an insert per attempt plus an update per delivery and per webhook through the ORM would be
+ * 3n round trips. The statement is the function record_delivery_attempts (sql/), a function so that
+ * Postgres plans it once per connection, not on every call (its SET clauses, like the claim's).
+ * The update only applies to the attempt the delivery is at, so a stale duplicate cannot overwrite a
+ * newer result (its attempt is still logged, beside the newer one; the same attempt twice is logged
+ * once); a delivery cancelled or skipped meanwhile stays so unless the attempt ended it.
+ * Each webhook of the batch is written once (its health, DESIGN 7.1): the recorded attempts are folded
+ * in attempt order into its failure streak, and it is disabled on a 410 (`gone`) or when the streak reaches
+ * $13 failures while its first failure is older than $14 ms (`failing`; 0 = never). The webhook rows are
+ * locked first, in id order (the one-time filter on `updated` runs `locked` before any delivery is
+ * touched), as DELETE and disable lock the webhook before its deliveries: no two writers can deadlock.
+ * The streak is read from `locked`, which returns each row as it is once locked (the statement's snapshot
+ * may predate a batch that committed meanwhile).
+ * Rows: `delivery` (id, its status) per recorded attempt, `disabled` (webhook id, reason, workspace) per
+ * webhook this batch disabled.
+ */
+export const ATTEMPT_RECORD = prepared(
+  'delivery_record_attempts',
+  'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
+);
+
+// --- cancel and skip: DELETE and disable of a webhook ---
+
+/**
+ * The removal fence of DELETE and disable, SQL because it is one statement, so one round trip and its
+ * own transaction: the webhook's lock is taken exclusive only when
+ * the webhook is the workspace's and `target` (a stranger's id holds nothing); it waits for attempts
+ * writing their request and holds off new ones until commit (a claim re-reads the webhook after it).
+ * Then the row is locked and changed by `set`, and its pending deliveries end as `ended`: row before
+ * deliveries, as ATTEMPT_RECORD takes them, so the two cannot deadlock. A row changed while the lock
+ * was awaited is re-read by the row lock and the updates (READ COMMITTED); a delivery inserted
+ * meanwhile is ended by its claim. Parameters: webhook id, workspace id, now. Returns the webhook as
+ * it was with the ended deliveries' jobs (DeliveryJobs), or no row: no such webhook in `target`.
+ */
+function webhookStop(
+  name: string,
+  stop: { target: string; set: string; ended: (typeof TRANSITIONS)['cancel' | 'skip']['to'][0]; alsoEnd?: string },
+): PreparedStatement {
+  const also = stop.alsoEnd ? `, also_ended AS (${stop.alsoEnd})` : '';
+  return prepared(
+    name,
+    `WITH fence AS (
+       SELECT pg_advisory_xact_lock(${DatabaseLock.WebhookFence}, hashtext(w.id)) FROM webhooks w
+       WHERE w.id = $1 AND w.workspace_id = $2 AND ${stop.target}
+     ), hook AS (
+       SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at
+       FROM webhooks w, fence WHERE w.id = $1 AND w.workspace_id = $2 AND ${stop.target}
+       FOR UPDATE OF w
+     ), stopped AS (
+       UPDATE webhooks w SET ${stop.set} FROM hook WHERE w.id = hook.id RETURNING w.id
+     ), ended AS (
+       UPDATE deliveries SET status = '${stop.ended}', next_attempt_at = NULL, completed_at = $3, updated_at = $3
+       WHERE webhook_id = (SELECT id FROM stopped) AND status IN (${list(TRANSITIONS.cancel.from)})
+       RETURNING id, max_attempts
+     )${also}
+     SELECT hook.*, COALESCE((SELECT json_agg(json_build_object('deliveryId', id, 'maxAttempts', max_attempts))
+                              FROM ended), '[]') AS ended
+     FROM hook`,
+  );
+}
+
+/** DELETE /webhooks/{id}: removed, its pending deliveries cancelled, a running recovery (DESIGN 7.3) too. */
+export const WEBHOOK_REMOVE = webhookStop('webhook_remove', {
+  target: 'w.removed_at IS NULL',
+  set: 'removed_at = $3, updated_at = $3',
+  ended: 'cancelled',
+  alsoEnd: `UPDATE recoveries SET status = 'cancelled', completed_at = $3, updated_at = $3
+            WHERE webhook_id = (SELECT id FROM stopped) AND status = 'running'`,
+});
+
+/** POST /webhooks/{id}/disable (DESIGN 7.1): disabled by hand, its pending deliveries skipped. */
+export const WEBHOOK_DISABLE = webhookStop('webhook_disable', {
+  target: 'w.removed_at IS NULL AND w.disabled_at IS NULL',
+  set: `disabled_at = $3, disabled_reason = 'manual'`,
+  ended: 'skipped',
+});
+
+/** Skips the pending deliveries of a webhook the record just disabled (the claim would skip them later anyway). */
+export const SKIP_PENDING = prepared(
+  'deliveries_skip_pending',
+  `UPDATE deliveries SET status = 'skipped', next_attempt_at = NULL, completed_at = $2, updated_at = $2
+   WHERE webhook_id = $1 AND status IN (${list(TRANSITIONS.skip.from)})`,
+);
+
+// --- retry and recover: back to pending ---
+
+/**
+ * A pending delivery's next attempt moves to now (no attempt added). Parameters: id, now. Returns
+ * max_attempts, or no row when the delivery is no longer pending.
+ */
+export const RETRY_PENDING_NOW = prepared(
+  'delivery_retry_pending',
+  `UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE id = $1 AND status = 'pending'
+   RETURNING max_attempts`,
+);
+
+/**
+ * An ended delivery gets one more attempt, now, with the same id (so the same webhook-id). Parameters:
+ * ids, now, the statuses it may come from. Returns each one's id and new max_attempts.
+ */
+const BACK_TO_PENDING = `
+  UPDATE deliveries SET status = 'pending', max_attempts = attempt_count + 1, next_attempt_at = $2,
+                        completed_at = NULL, updated_at = $2
+  WHERE id = ANY($1::varchar[]) AND status = ANY($3::varchar[])
+  RETURNING id, max_attempts`;
+export const RETRY_ENDED = prepared('delivery_retry_ended', BACK_TO_PENDING);
+/** Recovery runs inside its batch's transaction (recovery.runner.ts), so this one is plain text. */
+export const RECOVER = BACK_TO_PENDING;
+
+// --- expire: retention ---
+
+/*
+ * SQL, as the ORM cannot say DELETE ... WHERE id IN (... FOR UPDATE SKIP LOCKED). Each statement is its
+ * own short transaction over at most $2 rows read through the ended-rows index (completed_at IS NOT
+ * NULL, so never a pending delivery); rows another transaction holds (a retry taking a delivery back,
+ * another worker's retention) are skipped, not waited for. Attempts go with their delivery (FK cascade).
+ */
+export const EXPIRE_ENDED = prepared(
+  'deliveries_expire',
+  `DELETE FROM deliveries WHERE id IN (
+     SELECT id FROM deliveries
+     WHERE completed_at < now() - make_interval(secs => $1::float / 1000) AND status IN (${list(ENDED_STATUSES)})
+     ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+);
+
+// --- reads of the engine: the sweeper and the backlog metric ---
+
+/** Taken once per sweep, so rows falling due meanwhile wait for the next one and a sweep always ends. */
+export const DUE_BEFORE = prepared(
+  'deliveries_due_before',
+  `SELECT now() - make_interval(secs => $1::float / 1000) AS "dueBefore"`,
+);
+
+/** Keyset paging on (next_attempt_at, id): each page starts after the last row of the previous one. */
+export const OVERDUE_PAGE = prepared(
+  'deliveries_overdue_page',
+  `SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId"
+   FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+   WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3)
+   ORDER BY d.next_attempt_at, d.id LIMIT $4`,
+);
+
+/**
+ * SQL because the age is measured on the database's clock, in one aggregate that uses
+ * deliveries_pending_due_idx (pending deliveries always have a next_attempt_at).
+ */
+export const OLDEST_PENDING_AGE = prepared(
+  'deliveries_oldest_pending_age',
+  `
+  SELECT greatest(0, extract(epoch FROM now() - min(next_attempt_at)))::float AS age
+  FROM deliveries WHERE status = 'pending'`,
+);

@@ -1,0 +1,157 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { executePrepared, queryPrepared } from '../../core/database/prepared.js';
+import type { DeliveryJobs } from '../delivery-queue.js';
+import { DeliveryEntity } from '../delivery.entity.js';
+import { TRANSITIONS } from './delivery-lifecycle.js';
+import {
+  DUE_BEFORE,
+  EXPIRE_ENDED,
+  OLDEST_PENDING_AGE,
+  OVERDUE_PAGE,
+  RECOVER,
+  RETRY_ENDED,
+  RETRY_PENDING_NOW,
+  SUBMISSION_WITH_OUTBOX,
+  WEBHOOK_DISABLE,
+  WEBHOOK_REMOVE,
+} from './delivery-statements.js';
+
+/** A submission to store with its outbox (SUBMISSION_WITH_OUTBOX's parameters). */
+export interface SubmissionWithOutbox {
+  submissionId: string;
+  calculatorId: string;
+  workspaceId: string;
+  at: Date;
+  finished: boolean;
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  /** One id per webhook expected; when the calculator has more, nothing is written (see `bound`). */
+  deliveryIds: string[];
+  maxAttempts: number;
+}
+
+export interface OutboxWritten {
+  created: number;
+  /** Webhooks bound to the calculator: when more than the ids sent, nothing was written. */
+  bound: number;
+  delivery_ids: string[];
+  urls: string[];
+}
+
+export interface OverdueDelivery {
+  id: string;
+  nextAttemptAt: Date;
+  url: string;
+  workspaceId: string;
+}
+
+/**
+ * Owns every write to `deliveries` and `delivery_attempts` made outside the worker's hot path, one method
+ * per transition of delivery-lifecycle.ts; the worker's claim and record are AttemptClaims and
+ * AttemptRecords beside it. Nothing else writes those tables.
+ */
+@Injectable()
+export class DeliveryStore {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** create: the submission, its calculator's counters and one outbox row per bound webhook, atomically. */
+  async createForSubmission(s: SubmissionWithOutbox): Promise<OutboxWritten> {
+    const [written] = await queryPrepared<OutboxWritten>(this.dataSource, SUBMISSION_WITH_OUTBOX, [
+      s.submissionId,
+      s.calculatorId,
+      s.workspaceId,
+      s.at,
+      s.finished,
+      JSON.stringify(s.data),
+      JSON.stringify(s.meta),
+      s.deliveryIds,
+      s.maxAttempts,
+    ]);
+    return written;
+  }
+
+  /** create: a test event's delivery, in the caller's transaction (which holds its webhook's row). */
+  createTest(
+    manager: EntityManager,
+    delivery: Omit<DeliveryEntity, 'status' | 'attemptCount'>,
+  ): Promise<DeliveryEntity> {
+    return manager.save(manager.create(DeliveryEntity, { ...delivery, status: 'pending', attemptCount: 0 }));
+  }
+
+  /**
+   * cancel (`remove`) or skip (`disable`) behind the removal fence: waits for attempts writing their
+   * request to this webhook and holds off new ones, changes the webhook and ends its pending deliveries.
+   * Returns the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null
+   * when the workspace has no such webhook (removed, or for disable already disabled).
+   */
+  async stopWebhook<Row>(
+    change: 'remove' | 'disable',
+    workspaceId: string,
+    webhookId: string,
+  ): Promise<(Row & { ended: DeliveryJobs[] }) | null> {
+    const statement = change === 'remove' ? WEBHOOK_REMOVE : WEBHOOK_DISABLE;
+    const [row] = await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, [
+      webhookId,
+      workspaceId,
+      new Date(),
+    ]);
+    return row ?? null;
+  }
+
+  /**
+   * retry: an ended delivery gets one more attempt, now; a pending one has its next attempt moved to now.
+   * Returns its max_attempts, or null when it changed meanwhile (another retry, or its attempt ended).
+   */
+  async retry(deliveryId: string, pending: boolean): Promise<number | null> {
+    const now = new Date();
+    const [row] = pending
+      ? await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_PENDING_NOW, [deliveryId, now])
+      : await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_ENDED, [
+          [deliveryId],
+          now,
+          TRANSITIONS.retry.from.filter((status) => status !== 'pending'),
+        ]);
+    return row?.max_attempts ?? null;
+  }
+
+  /** recover: failed or skipped deliveries back to pending, in the recovery batch's transaction. */
+  async recover(manager: EntityManager, ids: string[]): Promise<{ id: string; max_attempts: number }[]> {
+    if (ids.length === 0) return [];
+    if (!manager.queryRunner) throw new Error('recover runs in a transaction');
+    const result = await manager.queryRunner.query(RECOVER, [ids, new Date(), TRANSITIONS.recover.from], true);
+    return result.records as { id: string; max_attempts: number }[];
+  }
+
+  /** expire: deletes up to `batch` deliveries (with their attempts) ended more than `retentionMs` ago. */
+  expireEnded(retentionMs: number, batch: number): Promise<number> {
+    return executePrepared(this.dataSource, EXPIRE_ENDED, [retentionMs, batch]);
+  }
+
+  /** The sweeper's horizon: deliveries due before this have waited longer than `graceMs` for their job. */
+  async dueBefore(graceMs: number): Promise<Date> {
+    const [{ dueBefore }] = await queryPrepared<{ dueBefore: Date }>(this.dataSource, DUE_BEFORE, [graceMs]);
+    return dueBefore;
+  }
+
+  /** One page of pending deliveries due before `dueBefore`, after `after` in (next_attempt_at, id) order. */
+  overdue(
+    dueBefore: Date,
+    after: { nextAttemptAt: Date | string; id: string },
+    limit: number,
+  ): Promise<OverdueDelivery[]> {
+    return queryPrepared<OverdueDelivery>(this.dataSource, OVERDUE_PAGE, [
+      dueBefore,
+      after.nextAttemptAt,
+      after.id,
+      limit,
+    ]);
+  }
+
+  /** Seconds the oldest pending delivery has been due, on the database's clock (0 when none is). */
+  async oldestPendingAgeSeconds(): Promise<number> {
+    const [row] = await queryPrepared<{ age: number | null }>(this.dataSource, OLDEST_PENDING_AGE, []);
+    return row?.age ?? 0;
+  }
+}

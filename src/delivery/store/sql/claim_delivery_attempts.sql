@@ -1,0 +1,84 @@
+CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_lease_ms integer)
+ RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying)
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_seqscan TO 'off'
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
+AS $function$
+#variable_conflict use_column
+-- claim (delivery-lifecycle.ts): takes each webhook's fence lock shared, at session level (the caller
+-- unlocks once its requests are written), then leases what may be attempted with a snapshot from after
+-- every lock; the rest is settled: cancelled (webhook removed), skipped (disabled), busy or ended. Locks
+-- go in one global order (hashtext, then id) so two claims behind two DELETEs cannot deadlock. The SET
+-- clauses plan it once per connection, by keys only, whatever the tables' sizes.
+DECLARE
+  v_webhooks varchar[];
+  v_claimed varchar[];
+  v_held varchar[];
+BEGIN
+  -- A lease is soft state: losing it in a crash only lets another worker claim sooner.
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT array_agg(x.wid ORDER BY hashtext(x.wid), x.wid) INTO v_webhooks
+  FROM (SELECT DISTINCT d.webhook_id AS wid FROM deliveries d WHERE d.id = ANY(p_ids)) x;
+  IF v_webhooks IS NULL THEN
+    RETURN; -- none of the ids is a delivery: the caller treats each as ended
+  END IF;
+  FOR i IN 1 .. cardinality(v_webhooks) LOOP
+    PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(v_webhooks[i]));
+  END LOOP;
+  -- Each statement of a VOLATILE function takes a new snapshot: a removal or a disabling that
+  -- committed while this claim waited for a lock is seen here.
+  WITH leased AS (
+    UPDATE deliveries d SET lease_until = clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0)
+    FROM webhooks w
+    WHERE d.id = ANY(p_ids) AND w.id = d.webhook_id AND w.removed_at IS NULL AND w.disabled_at IS NULL
+      AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
+    RETURNING d.id, d.webhook_id
+  )
+  SELECT array_agg(l.id), array_agg(DISTINCT l.webhook_id) INTO v_claimed, v_held FROM leased l;
+  v_claimed := COALESCE(v_claimed, '{}');
+  v_held := COALESCE(v_held, '{}');
+  -- A test delivery (submission_id NULL) carries its sample submission as the API shows it.
+  RETURN QUERY
+    SELECT d.id, 'claimed'::text, d.attempt_count, d.max_attempts, w.id, w.url, w.secret,
+           COALESCE(s.id, d.test_submission->>'id')::varchar,
+           COALESCE(s.calculator_id, d.test_submission->>'calculatorId')::varchar,
+           COALESCE(s.finished, (d.test_submission->>'finished')::boolean),
+           COALESCE(s.data, d.test_submission->'data'), COALESCE(s.meta, d.test_submission->'meta'),
+           COALESCE(s.created_at, (d.test_submission->>'createdAt')::timestamptz),
+           COALESCE(s.updated_at, (d.test_submission->>'updatedAt')::timestamptz),
+           CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END
+    FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+    LEFT JOIN submissions s ON s.id = d.submission_id
+    WHERE d.id = ANY(v_claimed);
+  IF cardinality(v_claimed) = cardinality(p_ids) THEN
+    RETURN; -- every id leased: the usual case
+  END IF;
+  RETURN QUERY
+    WITH stopped AS (
+      UPDATE deliveries d SET status = CASE WHEN w.removed_at IS NOT NULL THEN 'cancelled' ELSE 'skipped' END,
+                              next_attempt_at = NULL, lease_until = NULL,
+                              completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      FROM webhooks w
+      WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND w.id = d.webhook_id
+        AND (w.removed_at IS NOT NULL OR w.disabled_at IS NOT NULL) AND d.status = 'pending'
+      RETURNING d.id, d.status::text AS status, d.webhook_id
+    )
+    SELECT st.id, st.status, NULL::integer, NULL::integer, st.webhook_id, NULL::varchar, NULL::varchar,
+           NULL::varchar, NULL::varchar, NULL::boolean, NULL::jsonb, NULL::jsonb,
+           NULL::timestamptz, NULL::timestamptz, NULL::varchar
+    FROM stopped st
+    UNION ALL
+    -- Read with the snapshot from before "stopped" ran, hence the exclusion.
+    SELECT d.id, CASE WHEN d.status = 'pending' THEN 'busy' ELSE 'ended' END, NULL::integer, NULL::integer,
+           d.webhook_id, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::boolean,
+           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar
+    FROM deliveries d
+    WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND d.id NOT IN (SELECT st.id FROM stopped st);
+  FOR i IN 1 .. cardinality(v_webhooks) LOOP
+    IF NOT v_webhooks[i] = ANY(v_held) THEN
+      PERFORM pg_advisory_unlock_shared({{DatabaseLock.WebhookFence}}, hashtext(v_webhooks[i]));
+    END IF;
+  END LOOP;
+END $function$
