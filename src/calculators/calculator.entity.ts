@@ -54,9 +54,8 @@ export class CalculatorEntity {
   lastImpressionAt: Date | null;
 
   /**
-   * The previous release's counters, still bumped by its processes during a rolling deploy (migration
-   * 1764250000000 adds each bump to shard 0). Unused by this release, which counts in
-   * CalculatorSubmissionCounterEntity; drop them in the next one.
+   * Columns this code never reads or writes (submissions count in CalculatorSubmissionCounterEntity);
+   * mapped only so the entity matches the schema, where a trigger adds any bump of them to shard 0.
    */
   @Column({ name: 'submissions_count', type: 'integer', default: 0, select: false, insert: false, update: false })
   legacySubmissionsCount: number;

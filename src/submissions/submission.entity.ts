@@ -7,7 +7,7 @@ export class SubmissionEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
 
-  /** Its calculator's workspace; no key of its own, as calculatorId's implies it (migration 1764500000000). */
+  /** Its calculator's workspace; no foreign key of its own, as calculatorId's implies it. */
   @Column({ name: 'workspace_id', type: 'varchar', length: 32 })
   workspaceId: string;
 

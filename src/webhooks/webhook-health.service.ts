@@ -12,7 +12,7 @@ import { WebhooksService } from './webhooks.service.js';
 /**
  * Health and pause (DESIGN 7.1). While a webhook is disabled nothing is sent to it: disabling skips its
  * pending deliveries behind the removal fence (webhook-lock.ts), a submission records its delivery as
- * `skipped` (SUBMISSION_WITH_OUTBOX), and the claim skips any delivery it finds (migration 1764210000000).
+ * `skipped` (SUBMISSION_WITH_OUTBOX), and the claim skips any pending delivery of it that it finds.
  * The attempt record keeps the failure streak and disables automatically (ATTEMPT_RECORD).
  */
 @Injectable()

@@ -122,7 +122,7 @@ export class DeliveryAttemptService {
   }
 
   private async urlOf(deliveryId: string): Promise<string | undefined> {
-    // Jobs enqueued before the url travelled with the job.
+    // For a job that carries no url (the field is optional in the job's data).
     const webhook = await this.dataSource
       .createQueryBuilder(WebhookEntity, 'w')
       .select('w.url')
