@@ -1,4 +1,4 @@
-// `npm run bench`: the benchmark of issue 6, end to end. Builds if needed, starts the built api against a
+// `npm run bench`: the whole benchmark, end to end. Builds if needed, starts the built api against a
 // database and queue prefix of its own, measures the API, the ceilings and delivery, writes
 // bench/results/latest.json and BENCHMARKS.md, and always stops its processes and drops its database.
 import { Redis } from 'ioredis';
@@ -319,9 +319,8 @@ function submissionsCase(key, label, calculators) {
  * Statistics as a running service has them. A new database's tables look empty to the planner, so
  * the plans Postgres caches on each connection in the first seconds (the foreign-key checks of every
  * insert among them) scan whole tables, and go on doing so as the tables grow, until autovacuum
- * analyzes them (within autovacuum_naptime, a minute by default). A 10-second phase measured that
- * minute or not, by chance: submissions' Postgres CPU was 0.4 or 1.3 ms in runs of the same code.
- * So each phase runs after its warm-up and an ANALYZE.
+ * analyzes them (within autovacuum_naptime, a minute by default). A 10-second phase would measure that
+ * minute or not, by chance, so each phase runs after its warm-up and an ANALYZE.
  */
 async function analyze() {
   await db.query('ANALYZE');

@@ -1,4 +1,4 @@
-// `npm run soak` (issue 5 point 4): a bounded run (SOAK_SECONDS, default 300) of steady, moderate mixed
+// `npm run soak`: a bounded run (SOAK_SECONDS, default 300) of steady, moderate mixed
 // traffic against the built api (worker disabled) and one built worker, on a database and queue prefix of
 // its own. Samples VmRSS of both every 5 s, checks every delivery of the run ended succeeded (or cancelled,
 // for webhooks deleted during the run), and computes RSS growth over the second half. Writes

@@ -18,7 +18,7 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
   process.exit(1);
 }
 if (!existsSync('src')) process.exit(0); // a production image ships dist/ only
-// A checkout from before the console (e.g. FAULTS_APP_DIR's) has no console/ and builds the api alone.
+// A checkout without console/ (an older tree, e.g. FAULTS_APP_DIR's) builds the api alone.
 const withConsole = existsSync('console');
 const complete = existsSync('dist/main.js') && (!withConsole || existsSync('dist/public/console/index.html'));
 const built = complete ? newest('dist') : 0;

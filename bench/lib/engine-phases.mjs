@@ -1,5 +1,5 @@
-// Phases of issue "Delivery engine v2": a receiver's latency must cost a socket and a slot, never a
-// Postgres connection. delivery-slow (throughput and Postgres connections with 250 ms receivers),
+// The delivery-engine phases: a receiver's latency must cost a socket and a slot, never a Postgres
+// connection. delivery-slow (throughput and Postgres connections with 250 ms receivers),
 // delete-hanging (DELETE of a webhook whose attempt hangs on a dead receiver) and isolation (one
 // workspace's dead receivers must not delay another's deliveries). Each runs its own worker process
 // with the service's default settings against the bench's api, database and queue prefix, and its own
@@ -18,7 +18,7 @@ import { createWorkspace, envInt, PG_URL, productEnv, REDIS_URL } from './setup.
 export const ENGINE_PHASE_KEYS = ['delivery-slow', 'delete-hanging', 'isolation'];
 
 const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
-const DEFAULT_POOL_SIZE = 10; // the v2 worker's DATABASE_POOL_SIZE default
+const DEFAULT_POOL_SIZE = 10; // the worker's DATABASE_POOL_SIZE default
 const DEFAULT_DELIVERY_TIMEOUT_MS = 15_000; // the service's DELIVERY_TIMEOUT_MS default, never overridden here
 
 export const engineSettings = () => ({
@@ -620,7 +620,7 @@ function isolationSection(r) {
 /** The BENCHMARKS.md section of the engine phases. */
 export function engineSection(results) {
   const e = results.engine ?? {};
-  return `## Delivery engine v2: slow and dead receivers
+  return `## Slow and dead receivers
 
 These phases run after the others, each with one worker process of its own started with the service's
 default settings (WORKER_CONCURRENCY, DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION, DELIVERY_TIMEOUT_MS and

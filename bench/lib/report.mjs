@@ -1,4 +1,4 @@
-// Targets of issue 6 and the BENCHMARKS.md template; both read only the results object of a run.
+// The benchmark's targets and the BENCHMARKS.md template; both read only the results object of a run.
 import { existsSync, readFileSync } from 'node:fs';
 import { engineSection, engineTargets } from './engine-phases.mjs';
 
@@ -225,7 +225,7 @@ ${rows.map(line).join('\n')}`;
 }
 
 /**
- * The before-figures BENCHMARKS.md compares with: \`BENCH_BASELINE\` (a results file of an earlier run;
+ * The reference figures BENCHMARKS.md compares with: \`BENCH_BASELINE\` (a results file of another run;
  * \`none\` for no comparison), by default the one kept in bench/results/baseline/.
  */
 export function loadBaseline(path = process.env.BENCH_BASELINE ?? 'bench/results/baseline/node20-4480e99.json') {
@@ -234,8 +234,8 @@ export function loadBaseline(path = process.env.BENCH_BASELINE ?? 'bench/results
 }
 
 /**
- * This run beside the before-figures kept in bench/results/baseline/ (the same phases run on the code
- * before issue "Platform" and the delivery engine v2, on Node 20): per endpoint, throughput and CPU.
+ * This run beside the reference figures kept in bench/results/baseline/ (the same phases run on the
+ * service's first delivery engine, on Node 20): per endpoint, throughput and CPU.
  */
 function baselineSection(results, baseline) {
   if (!baseline) return '';
@@ -243,7 +243,7 @@ function baselineSection(results, baseline) {
   const change = (now, then) =>
     now && then ? `${now >= then ? '+' : ''}${(((now - then) / then) * 100).toFixed(0)}%` : 'n/a';
   const rows = [
-    '| endpoint | req/s before | req/s now | change | api CPU ms/req before | now | Postgres CPU ms/req before | now |',
+    '| endpoint | req/s reference | req/s this run | change | api CPU ms/req reference | this run | Postgres CPU ms/req reference | this run |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of Object.values(results.http)) {
@@ -262,28 +262,30 @@ function baselineSection(results, baseline) {
   const [bl, nl] = [baseline.delivery?.latency, results.delivery?.latency];
   if (bl && nl) {
     rows.push(
-      `| submission-to-receipt p99 ms at ${fmt(bl.offeredRate)} submissions/s (lower is better; p50 before / now in the CPU columns' place) | ${fmt(bl.receiptMs.p99, 1)} | ${fmt(nl.receiptMs.p99, 1)} | ${change(nl.receiptMs.p99, bl.receiptMs.p99)} | ${fmt(bl.receiptMs.p50, 1)} | ${fmt(nl.receiptMs.p50, 1)} | - | - |`,
+      `| submission-to-receipt p99 ms at ${fmt(bl.offeredRate)} submissions/s (lower is better; p50 reference / this run in the CPU columns' place) | ${fmt(bl.receiptMs.p99, 1)} | ${fmt(nl.receiptMs.p99, 1)} | ${change(nl.receiptMs.p99, bl.receiptMs.p99)} | ${fmt(bl.receiptMs.p50, 1)} | ${fmt(nl.receiptMs.p50, 1)} | - | - |`,
     );
   }
-  return `## Before and after
+  return `## Against the reference run
 
-The before-figures: \`npm run bench\` of ${baseline.code?.commit ?? '?'} on ${baseline.machine?.node ?? '?'}, this machine,
-started ${baseline.startedAt?.slice(0, 16).replace('T', ' ') ?? '?'} UTC${baseline.note ? ` (${baseline.note})` : ''}, quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`. Since then the
-endpoints gained behaviour of their own (DESIGN 5 and 7: DELETE fences attempts and cancels recoveries
-and manual retries, submissions record skipped deliveries and count in shards, every POST may carry an
-Idempotency-Key), so a change here is the sum of the runtime, the framework's mechanisms and those.
-Throughput on this 2-core VM varies by about 20% between runs of the same code; CPU per request less.
+The reference figures: \`npm run bench\` of ${baseline.code?.commit ?? '?'} on ${baseline.machine?.node ?? '?'}, this machine,
+started ${baseline.startedAt?.slice(0, 16).replace('T', ' ') ?? '?'} UTC${baseline.note ? ` (${baseline.note})` : ''}, quiet (${busyRange(baseline.machine?.busyBefore)}), kept in \`bench/results/baseline/\`: the
+service's first delivery engine, whose endpoints do less than this code's (DESIGN 5 and 7: here DELETE
+fences attempts and cancels recoveries and manual retries, submissions record skipped deliveries and
+count in shards, every POST may carry an Idempotency-Key), so a difference here is the sum of the
+runtime, the framework's mechanisms and that behaviour. Throughput on this 2-core VM varies by about
+20% between runs of the same code; CPU per request less.
 
 ${rows.join('\n')}
 
-What Node 24 itself changed, measured on this machine (Node 20.20.2 against 24.21.0, same script each):
-\`JSON.stringify\` of a 50-calculator page 49.7 -> 30.8 us; \`createHmac('sha256', <Buffer key>)\` 2.0 ->
-10.5 us per call, as it now makes a key object each time (the signer keeps one per secret: 2.1 us);
-V8 derives a young generation of a few MB from \`--max-old-space-size=128\` alone, which cost the api
-several times the CPU per request until the image set \`--max-semi-space-size\` too (Heap flags, above).
-The load of both runs is generated by bench/run.mjs on Node 24: run from Node 20, the same load
-generator gave the old code's GET /me 7,187 req/s instead of about 5,300, so runs whose load came
-from different runtimes are not comparable.
+The two runtimes differ, measured on this machine (Node 20.20.2 and 24.21.0, the same script each):
+\`JSON.stringify\` of a 50-calculator page takes 49.7 us on Node 20 and 30.8 us on Node 24;
+\`createHmac('sha256', <Buffer key>)\` 2.0 us and 10.5 us per call, as Node 24 makes a key object on each
+call (the signer keeps one per secret: 2.1 us). From \`--max-old-space-size=128\` alone, Node 24's V8
+derives a young generation of a few MB, which costs the api several times the CPU per request unless
+\`--max-semi-space-size\` is set too, as the image does (Heap flags, above). The load of both runs is
+generated by bench/run.mjs on Node 24: from Node 20, the same load generator gives the reference code's
+GET /me 7,187 req/s instead of about 5,300, so runs whose load comes from different runtimes are not
+comparable.
 `;
 }
 
@@ -299,7 +301,7 @@ export function loadPair(path = 'bench/results/pair-latest.json') {
   return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined;
 }
 
-/** The before-code and this code measured in turns (bench/pair.sh), round by round. */
+/** The reference code and this code, measured in turns (bench/pair.sh), round by round. */
 function pairSection(pair, results) {
   if (!pair) return '';
   const share = (x) => (typeof x === 'number' ? `${(x * 100).toFixed(1)}%` : 'n/a');
@@ -316,18 +318,18 @@ function pairSection(pair, results) {
     ceiling && fullCeiling
       ? ` Bare BullMQ made ${fmt(ceiling)} jobs/s here (median) against ${fmt(fullCeiling)} in the full run above (${results.machine?.cpuModel ?? '?'}), a measure of how fast the machine ran in each.`
       : '';
-  return `## Before and after, in turns
+  return `## Against the reference, in turns
 
 \`npm run bench:pair\` (bench/pair.sh), finished ${pair.finishedAt.slice(0, 16).replace('T', ' ')} UTC on ${pair.machine?.cpuModel ?? '?'}
-(${pair.machine?.cpus ?? '?'} cores): each round runs the before-code (${pair.rounds[0]?.before.commit ?? '?'} on ${pair.rounds[0]?.before.node ?? '?'}, its bench
+(${pair.machine?.cpus ?? '?'} cores): each round runs the reference code (${pair.rounds[0]?.before.commit ?? '?'} on ${pair.rounds[0]?.before.node ?? '?'}, its bench
 given this bench's warm-up and ANALYZE before each phase and \`BENCH_SERVICE_NODE\`: bench/before/4480e99-bench.patch), then this code
 (${pair.rounds[0]?.now.commit ?? '?'} on ${pair.rounds[0]?.now.node ?? '?'}), the same phases (\`${pair.phases}\`), one load generator on Node 24.
-Unlike the full runs above, which may be hours apart from the kept before-figures, both sides of a
-round see the same machine state. Medians: one worker ${fmt(medians.before.deliveriesPerSec)} -> ${fmt(medians.now.deliveriesPerSec)}
-deliveries/s, **${fmt(medians.ratio, 2)}x** (median of the rounds' ratios), ${share(medians.shareOfBullmq)} of bare BullMQ;
-submission-to-receipt p99 ${fmt(medians.before.receiptP99Ms, 1)} -> ${fmt(medians.now.receiptP99Ms, 1)} ms.${speed}
+Both sides of a round see the same machine state, which the full run above and the kept reference
+figures, measured apart, do not. Medians: one worker ${fmt(medians.before.deliveriesPerSec)} deliveries/s (reference) against ${fmt(medians.now.deliveriesPerSec)}
+(this code), **${fmt(medians.ratio, 2)}x** (median of the rounds' ratios), ${share(medians.shareOfBullmq)} of bare BullMQ;
+submission-to-receipt p99 ${fmt(medians.before.receiptP99Ms, 1)} ms against ${fmt(medians.now.receiptP99Ms, 1)} ms.${speed}
 
-| round | started (UTC) before / now | deliveries/s before | now | ratio | bare BullMQ jobs/s | now / bare BullMQ | CPU ms per delivery before (worker / Postgres / Redis) | now | receipt p99 ms before | now | POST response p99 ms now |
+| round | started (UTC) reference / this code | deliveries/s reference | this code | ratio | bare BullMQ jobs/s | this code / bare BullMQ | CPU ms per delivery reference (worker / Postgres / Redis) | this code | receipt p99 ms reference | this code | POST response p99 ms this code |
 |---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|
 ${rows.join('\n')}
 `;

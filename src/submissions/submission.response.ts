@@ -2,7 +2,7 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 
 /**
  * The Submission's shape and OpenAPI schema, in a file of its own: serializeSubmission imports it as a type
- * only, so that the worker (its payloads carry submissions) does not load @nestjs/swagger: 9 MB of its heap.
+ * only, so that the worker (its payloads carry submissions) does not load @nestjs/swagger, megabytes of heap.
  */
 @ApiSchema({ name: 'Submission' })
 export class SubmissionResponse {

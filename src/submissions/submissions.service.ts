@@ -40,7 +40,7 @@ const BOUND_HINTS = 10_000;
 export class SubmissionsService {
   /**
    * The webhooks each calculator had at its last submission here: as many delivery ids are made for the
-   * next one, so that it takes one round trip (a CUID2 costs about 18 µs, so ids are not made in excess).
+   * next one, so that it takes one round trip (making a CUID2 is not free, so ids are not made in excess).
    */
   private readonly boundHint = new Map<string, number>();
 

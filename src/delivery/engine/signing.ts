@@ -6,9 +6,9 @@ export interface SignatureHeaders {
   'webhook-signature': string;
 }
 
-// Node 24's createHmac turns a Buffer key into a key object on every call (about 10 us here, five
-// times the HMAC of a 1 KB body; Node 20 took 2 us), so each secret's key object is kept. Secrets
-// are few per worker; the bound only stops a worker with very many webhooks from growing without end.
+// createHmac turns a Buffer key into a key object on every call, which costs more than the HMAC of a
+// typical body, so each secret's key object is kept. Secrets are few per worker; the bound only stops
+// a worker with very many webhooks from growing without end.
 const MAX_KEYS = 10_000;
 const keys = new Map<string, KeyObject>();
 
