@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { SubmissionEntity } from './submission.entity.js';
 import { SubmissionsController } from './submissions.controller.js';
 import { SubmissionsService } from './submissions.service.js';
 
 @Module({
-  imports: [DeliveryQueueModule],
+  imports: [TypeOrmModule.forFeature([SubmissionEntity]), DeliveryQueueModule],
   controllers: [SubmissionsController],
   providers: [SubmissionsService],
   exports: [SubmissionsService],

@@ -1,12 +1,18 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookHealthService } from './webhook-health.service.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @Module({
-  imports: [CalculatorsModule, DeliveryQueueModule],
+  imports: [
+    TypeOrmModule.forFeature([WebhookEntity, WebhookCalculatorEntity, WebhookTriggerEntity]),
+    CalculatorsModule,
+    DeliveryQueueModule,
+  ],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookHealthService],
   exports: [WebhooksService],

@@ -68,7 +68,7 @@ describe('worker process (dist/worker.js)', () => {
     const loaded = JSON.parse(
       execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
     ) as string[];
-    expect(loaded).toContainEqual(expect.stringMatching(/\/dist\/delivery\/delivery\.worker\.js$/));
+    expect(loaded).toContainEqual(expect.stringMatching(/\/dist\/delivery\/engine\/delivery\.worker\.js$/));
     const api =
       /\/node_modules\/(@nestjs\/(swagger|platform-express|terminus|throttler)|express|@bull-board\/[^/]+)\/|\/dist\/.*\.controller\.js$/;
     expect(loaded.filter((url) => api.test(url))).toEqual([]);

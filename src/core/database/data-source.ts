@@ -1,13 +1,4 @@
 import type { DataSourceOptions } from 'typeorm';
-import { ApiKeyEntity } from '../../auth/api-key.entity.js';
-import { CalculatorSubmissionCounterEntity } from '../../calculators/calculator-submission-counter.entity.js';
-import { CalculatorEntity } from '../../calculators/calculator.entity.js';
-import { DeliveryAttemptEntity, DeliveryEntity } from '../../delivery/delivery.entity.js';
-import { RecoveryEntity } from '../../delivery/recovery/recovery.entity.js';
-import { IdempotencyKeyEntity } from '../../idempotency/idempotency-key.entity.js';
-import { SubmissionEntity } from '../../submissions/submission.entity.js';
-import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from '../../webhooks/webhook.entity.js';
-import { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
 import type { AppConfig } from '../config/config.js';
 import { InitialSchema1763740000000 } from './migrations/1763740000000-initial-schema.js';
 import { ApiKeyRevocationNotify1763900000000 } from './migrations/1763900000000-api-key-revocation-notify.js';
@@ -21,21 +12,6 @@ import { DropImpliedWorkspaceKeys1764500000000 } from './migrations/176450000000
 import { SetBasedClaim1764400000000 } from './migrations/1764400000000-set-based-claim.js';
 import { AttemptGenericPlans1764600000000 } from './migrations/1764600000000-attempt-generic-plans.js';
 import { DeliveriesFillfactor1764700000000 } from './migrations/1764700000000-deliveries-fillfactor.js';
-
-export const ENTITIES = [
-  WorkspaceEntity,
-  ApiKeyEntity,
-  CalculatorEntity,
-  CalculatorSubmissionCounterEntity,
-  WebhookEntity,
-  WebhookCalculatorEntity,
-  WebhookTriggerEntity,
-  SubmissionEntity,
-  DeliveryEntity,
-  DeliveryAttemptEntity,
-  RecoveryEntity,
-  IdempotencyKeyEntity,
-];
 
 export const MIGRATIONS = [
   InitialSchema1763740000000,
@@ -53,6 +29,8 @@ export const MIGRATIONS = [
 ];
 
 /**
+ * No entities: each feature registers its own (TypeOrmModule.forFeature), which the app's DatabaseModule
+ * loads with autoLoadEntities; the TypeORM CLI's data source finds them by file name.
  * `timeouts`: every connection starts with them (startup parameters, so no extra round trip); a blocked
  * table then fails a request within seconds instead of holding it. Migrations run without them.
  */
@@ -65,7 +43,6 @@ export function dataSourceOptions(
   return {
     type: 'postgres',
     url: config.databaseUrl,
-    entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     synchronize: false,
