@@ -31,6 +31,7 @@ export const MIGRATIONS = [
 /**
  * No entities: each feature registers its own (TypeOrmModule.forFeature), which the app's DatabaseModule
  * loads with autoLoadEntities; the TypeORM CLI's data source finds them by file name.
+ *
  * `timeouts`: every connection starts with them (startup parameters, so no extra round trip); a blocked
  * table then fails a request within seconds instead of holding it. Migrations run without them.
  */
