@@ -2,6 +2,7 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/c
 import { APP_GUARD, RouterModule } from '@nestjs/core';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { AuthModule } from './auth/auth.module.js';
+import { IpThrottlerGuard, KeyThrottlerGuard } from './auth/rate-limit.guards.js';
 import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
 import { coreImports } from './core/core-imports.js';
@@ -9,7 +10,6 @@ import { API_PREFIX } from './core/http/configure-app.js';
 import { HttpPipelineModule } from './core/http/http.module.js';
 import { LoggingModule } from './core/logging/logging.module.js';
 import { RateLimitModule } from './core/security/rate-limit.module.js';
-import { IpThrottlerGuard, KeyThrottlerGuard } from './core/security/rate-limit.guards.js';
 import { RedisModule } from './core/redis/redis.module.js';
 import { apiSecurityHeaders } from './core/security/security-headers.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
@@ -19,10 +19,12 @@ import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { HttpMetrics } from './metrics/http.metrics.js';
 import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
-import { API_MODULES } from './openapi/openapi.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
+
+/** The modules whose controllers make up the API under the prefix (health lives outside it). */
+export const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
 
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
 @Module({})

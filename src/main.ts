@@ -3,9 +3,9 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module.js';
+import { setupApp } from './app.setup.js';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
 import { runMigrations } from './core/database/migrate.js';
-import { configureApp } from './core/http/configure-app.js';
 import { exitOnSignals } from './core/shutdown.js';
 import { describeStartupFailure } from './core/startup-failure.js';
 import type { AppConfig } from './core/config/config.js';
@@ -14,14 +14,14 @@ import { describeDemoSeed, seedDemo } from './workspaces/demo-seed.js';
 async function bootstrap(config: AppConfig): Promise<void> {
   const logger = new Logger('Main');
   const applied = config.migrationsRun ? await runMigrations(config) : [];
-  // Logs are held until configureApp hands Nest the JSON logger.
+  // Logs are held until setupApp hands Nest the JSON logger.
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bodyParser: false,
     bufferLogs: true,
     // A failure reaches the catch below, which names the variable to check.
     abortOnError: false,
   });
-  configureApp(app);
+  setupApp(app);
   if (applied.length > 0) logger.log(`Applied migrations: ${applied.join(', ')}`);
   if (config.seedDemo) {
     for (const line of describeDemoSeed(await seedDemo(app, config), config.port)) logger.log(line);

@@ -1,11 +1,13 @@
 import { DynamicModule, Module, type INestApplicationContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { coreImports } from '../core/core-imports.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { ConfigError, loadConfig, type AppConfig } from '../core/config/config.js';
 import { runMigrations } from '../core/database/migrate.js';
 import { SubmissionsModule } from '../submissions/submissions.module.js';
+import { WebhookCalculatorEntity, WebhookEntity } from '../webhooks/webhook.entity.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { CliError, EXIT_CONFIG } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
@@ -23,7 +25,13 @@ export interface ProvisioningNeeds {
 @Module({})
 export class ProvisioningModule {
   static forRoot(config: AppConfig, { handler, usesQueue }: ProvisioningNeeds): DynamicModule {
-    const imports: NonNullable<ModuleMetadata['imports']> = [AuthModule, WorkspacesModule, CalculatorsModule];
+    const imports: NonNullable<ModuleMetadata['imports']> = [
+      AuthModule,
+      WorkspacesModule,
+      CalculatorsModule,
+      // Read by the listings; WebhooksModule itself would connect to the queue.
+      TypeOrmModule.forFeature([WebhookEntity, WebhookCalculatorEntity]),
+    ];
     if (usesQueue) imports.push(SubmissionsModule);
     return { module: ProvisioningModule, imports: [...coreImports(config), ...imports], providers: [handler] };
   }

@@ -1,18 +1,26 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DeliveriesController } from './log/deliveries.controller.js';
 import { DeliveryLogService } from './log/delivery-log.service.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
+import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
 import { RecoveriesController } from './recovery/recoveries.controller.js';
 import { RecoveriesService } from './recovery/recoveries.service.js';
+import { RecoveryEntity } from './recovery/recovery.entity.js';
 import { TestEventController } from './test-event/test-event.controller.js';
 import { TestEventService } from './test-event/test-event.service.js';
 import { WorkspaceDeliveriesController } from './log/workspace-deliveries.controller.js';
 
 /** The API side of delivery: the delivery logs, manual redelivery, test events and recovery. */
 @Module({
-  imports: [DeliveryQueueModule, DeliveryStoreModule, WebhooksModule],
+  imports: [
+    TypeOrmModule.forFeature([DeliveryEntity, DeliveryAttemptEntity, RecoveryEntity]),
+    DeliveryQueueModule,
+    DeliveryStoreModule,
+    WebhooksModule,
+  ],
   controllers: [DeliveriesController, WorkspaceDeliveriesController, TestEventController, RecoveriesController],
   providers: [DeliveryLogService, TestEventService, RecoveriesService],
 })

@@ -1,19 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { API_MODULES } from '../app.module.js';
 import { API_KEY_HEADER } from '../auth/api-key.js';
 import { apiSecurityHeaders, uiSecurityHeaders } from '../core/security/security-headers.js';
-import { CalculatorsModule } from '../calculators/calculators.module.js';
-import { DeliveryModule } from '../delivery/delivery.module.js';
-import { SubmissionsModule } from '../submissions/submissions.module.js';
-import { WebhooksModule } from '../webhooks/webhooks.module.js';
-import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { COMMON_ERROR_STATUSES, errorResponse, errorSchemas } from './error-responses.js';
 import { addIdempotencyKey } from './idempotency-key.js';
 import { addOutgoingWebhooks } from './outgoing-webhook.js';
 
-/** The modules whose controllers make up the API under the prefix (health lives outside it). */
-export const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
 const API_KEY_SCHEME = 'apiKey';
 
 const DESCRIPTION = [

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, IsNull } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, IsNull, Repository } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryEntity } from '../delivery/delivery.entity.js';
@@ -19,6 +19,7 @@ import { WebhooksService } from './webhooks.service.js';
 export class WebhookHealthService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(WebhookEntity) private readonly webhookRepository: Repository<WebhookEntity>,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
@@ -40,12 +41,10 @@ export class WebhookHealthService {
   /** Sends again from now on, with the failure streak reset; skipped deliveries stay skipped. */
   async enable(workspaceId: string, id: string): Promise<WebhookHealth> {
     await this.webhooks.get(workspaceId, id);
-    const result = await this.dataSource
-      .getRepository(WebhookEntity)
-      .update(
-        { id, workspaceId, removedAt: IsNull() },
-        { disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null },
-      );
+    const result = await this.webhookRepository.update(
+      { id, workspaceId, removedAt: IsNull() },
+      { disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null },
+    );
     if (!result.affected) throw ApiError.notFound(`Webhook ${id} not found`);
     return this.health(workspaceId, id);
   }

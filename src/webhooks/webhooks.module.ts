@@ -1,13 +1,20 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
+import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookHealthService } from './webhook-health.service.js';
 import { WebhooksService } from './webhooks.service.js';
 
 @Module({
-  imports: [CalculatorsModule, DeliveryQueueModule, DeliveryStoreModule],
+  imports: [
+    TypeOrmModule.forFeature([WebhookEntity, WebhookCalculatorEntity, WebhookTriggerEntity]),
+    CalculatorsModule,
+    DeliveryQueueModule,
+    DeliveryStoreModule,
+  ],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookHealthService],
   exports: [WebhooksService],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
 import { ApiKeysService, type IssuedApiKey } from '../auth/api-keys.service.js';
 import { newId } from '../core/ids.js';
 import { WorkspaceEntity } from './workspace.entity.js';
@@ -9,6 +9,7 @@ import { WorkspaceEntity } from './workspace.entity.js';
 export class WorkspacesService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(WorkspaceEntity) private readonly workspaces: Repository<WorkspaceEntity>,
     private readonly apiKeys: ApiKeysService,
   ) {}
 
@@ -24,6 +25,6 @@ export class WorkspacesService {
   }
 
   findById(id: string): Promise<WorkspaceEntity | null> {
-    return this.dataSource.getRepository(WorkspaceEntity).findOneBy({ id });
+    return this.workspaces.findOneBy({ id });
   }
 }

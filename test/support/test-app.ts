@@ -7,11 +7,11 @@ import pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module.js';
+import { setupApp } from '../../src/app.setup.js';
 import { CalculatorsService } from '../../src/calculators/calculators.service.js';
 import type { CalculatorEntity } from '../../src/calculators/calculator.entity.js';
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
-import { configureApp } from '../../src/core/http/configure-app.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
@@ -84,7 +84,7 @@ export async function createTestApp(
   const config = await createTestDatabaseConfig(overrides);
   const moduleRef = await customize(Test.createTestingModule({ imports: [AppModule.forRoot(config)] })).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
-  configureApp(app);
+  setupApp(app);
   await app.init();
   return {
     app,
@@ -103,7 +103,7 @@ export async function createTestApp(
 export async function createReplica(t: TestApp): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
-  configureApp(app);
+  setupApp(app);
   await app.init();
   return app;
 }

@@ -11,6 +11,8 @@ import { dataSourceOptions } from './data-source.js';
       useFactory: (config: AppConfig) => ({
         // The app's connections, unlike the migrations', get the statement and lock timeouts.
         ...dataSourceOptions(config, config.databasePoolSize, config.databaseTimeouts),
+        // The entities are those the features register with TypeOrmModule.forFeature.
+        autoLoadEntities: true,
         // The app never blocks start-up retrying: a down database is reported and the process exits.
         retryAttempts: 0,
       }),

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type DestinationStream, type Level } from 'pino';
 import type { Options } from 'pino-http';
-import type { AuthenticatedRequest } from '../../auth/current-workspace.decorator.js';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { requestRoute } from '../http/request-route.js';
@@ -21,7 +20,8 @@ const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Probes come every few seconds; their lines appear only at LOG_LEVEL=debug.
 const QUIET_PATHS = new Set(['/healthz', '/readyz']);
 
-type HttpRequest = IncomingMessage & Partial<Request & AuthenticatedRequest>;
+// `workspace`: set by auth's key guard on an authenticated request.
+type HttpRequest = IncomingMessage & Partial<Request> & { workspace?: { id: string } };
 
 function requestId(req: IncomingMessage, res: ServerResponse): string {
   const incoming = req.headers[REQUEST_ID_HEADER];

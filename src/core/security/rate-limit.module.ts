@@ -3,12 +3,21 @@ import type { ThrottlerOptions } from '@nestjs/throttler';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { RedisClients } from '../redis/redis.module.js';
-import { PER_IP, PER_KEY_MINUTE, PER_KEY_SECOND } from './rate-limit.guards.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
 
-const { ThrottlerModule } = await import('@nestjs/throttler'); // see rate-limit.guards.ts
+// @nestjs/throttler is CommonJS requiring the ES module @nestjs/common: loaded once that has been
+// evaluated, or the test runner's loader sees a require(esm) cycle.
+const { ThrottlerModule } = await import('@nestjs/throttler');
 
-/** The api's request limits (0 turns one off); the guards that apply them are registered in AppModule, in order. */
+/** Throttler names: per client IP (before authentication), per API key per minute and per second. */
+export const PER_IP = 'ip';
+export const PER_KEY_MINUTE = 'default'; // the unsuffixed X-RateLimit-* headers describe this window
+export const PER_KEY_SECOND = 'second';
+
+/**
+ * The api's request limits (0 turns one off); the guards that apply them (auth/rate-limit.guards.ts, as
+ * they skip the public routes and count per API key) are registered in AppModule, in order.
+ */
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({

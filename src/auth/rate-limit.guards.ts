@@ -1,19 +1,13 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import type { ThrottlerLimitDetail } from '@nestjs/throttler';
 import type { Request } from 'express';
-import { presentedKeyHash } from '../../auth/api-key.js';
-import type { AuthenticatedRequest } from '../../auth/current-workspace.decorator.js';
-import { IS_PUBLIC } from '../../auth/public.decorator.js';
-import { ApiError } from '../http/api-error.js';
+import { ApiError } from '../core/http/api-error.js';
+import { PER_IP, PER_KEY_MINUTE, PER_KEY_SECOND } from '../core/security/rate-limit.module.js';
+import { presentedKeyHash } from './api-key.js';
+import type { AuthenticatedRequest } from './current-workspace.decorator.js';
+import { IS_PUBLIC } from './public.decorator.js';
 
-// @nestjs/throttler is CommonJS requiring the ES module @nestjs/common: loaded once that has been
-// evaluated, or the test runner's loader sees a require(esm) cycle.
-const { ThrottlerGuard } = await import('@nestjs/throttler');
-
-/** Throttler names: per client IP (before authentication), per API key per minute and per second. */
-export const PER_IP = 'ip';
-export const PER_KEY_MINUTE = 'default'; // the unsuffixed X-RateLimit-* headers describe this window
-export const PER_KEY_SECOND = 'second';
+const { ThrottlerGuard } = await import('@nestjs/throttler'); // see core/security/rate-limit.module.ts
 
 const windowName = (ttlMs: number) => (ttlMs === 1000 ? 'second' : 'minute');
 
