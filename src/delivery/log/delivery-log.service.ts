@@ -9,7 +9,7 @@ import { encodeCursor } from './delivery-cursor.js';
 import { buildPayload } from '../delivery-payload.js';
 import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
-import type { DeliveryFilter, WorkspaceLogFilter } from './delivery-log-query.js';
+import type { ListWebhookDeliveriesQuery, WorkspaceLogFilter } from './list-deliveries.query.js';
 
 export interface DeliveryDetail {
   delivery: DeliveryEntity;
@@ -26,7 +26,7 @@ export class DeliveryLogService {
     private readonly queue: DeliveryQueue,
   ) {}
 
-  async list(workspaceId: string, webhookId: string, filter: DeliveryFilter): Promise<DeliveryEntity[]> {
+  async list(workspaceId: string, webhookId: string, filter: ListWebhookDeliveriesQuery): Promise<DeliveryEntity[]> {
     await this.webhooks.get(workspaceId, webhookId);
     return this.dataSource.getRepository(DeliveryEntity).find({
       where: { webhookId, workspaceId, ...(filter.status ? { status: filter.status } : {}) },
