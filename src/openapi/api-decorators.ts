@@ -1,6 +1,5 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiExtraModels, ApiQuery, ApiResponse, getSchemaPath } from '@nestjs/swagger';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../core/http/paging.js';
+import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { errorResponse, type ErrorStatus } from './error-responses.js';
 
 /** Documents the JSON error bodies an operation answers with, besides COMMON_ERROR_STATUSES. */
@@ -34,20 +33,3 @@ export const ApiDataResponse = (
     }),
   );
 };
-
-/** `limit` and `offset` as parsePaging reads them (int32, as the spec types them on GET /calculators). */
-export const ApiPagingQuery = () =>
-  applyDecorators(
-    ApiQuery({
-      name: 'limit',
-      required: false,
-      description: `Maximum number of items to return; default ${DEFAULT_LIMIT}, larger values are clamped to ${MAX_LIMIT}`,
-      schema: { type: 'integer', format: 'int32', minimum: 1, default: DEFAULT_LIMIT },
-    }),
-    ApiQuery({
-      name: 'offset',
-      required: false,
-      description: 'Number of items to skip before results start',
-      schema: { type: 'integer', format: 'int32', minimum: 0, default: 0 },
-    }),
-  );

@@ -132,6 +132,13 @@ describe('GET /calculators', () => {
       expect(await listCalculators(api, '?limit=5&offset=10')).toEqual(all.slice(10, 15));
       expect(await listCalculators(api, '?limit=1')).toEqual(all.slice(0, 1));
       expect(await listCalculators(api, '?offset=0')).toEqual(all.slice(0, 50));
+      expect(await listCalculators(api, '?limit=003&offset=0007')).toEqual(all.slice(7, 10));
+    });
+
+    it('ignores unknown query parameters', async () => {
+      const unknown = '?foo=bar&LIMIT=1&limit[]=1&offset[a]=2&__proto__=1&constructor=x&toString=1&cursor=x&status=x';
+      expect(await listCalculators(api, unknown)).toEqual(all.slice(0, 50));
+      expect(await listCalculators(api, `${unknown}&limit=2&offset=3`)).toEqual(all.slice(3, 5));
     });
 
     it('pages through the whole list in the same order as one listing, with no gaps or repeats', async () => {
@@ -144,9 +151,12 @@ describe('GET /calculators', () => {
       expect(paged).toEqual(all);
     });
 
-    it.each(['100', '101', '1000', '2147483648', '99999999999999999999'])('clamps limit=%s to 100', async (limit) => {
-      expect(await listCalculators(api, `?limit=${limit}`)).toEqual(all.slice(0, 100));
-    });
+    it.each(['100', '101', '1000', '2147483648', '99999999999999999999', '9'.repeat(400)])(
+      'clamps limit=%s to 100',
+      async (limit) => {
+        expect(await listCalculators(api, `?limit=${limit}`)).toEqual(all.slice(0, 100));
+      },
+    );
 
     it('returns an empty list for an offset at or past the end', async () => {
       expect(await listCalculators(api, `?offset=${TOTAL - 1}`)).toEqual(all.slice(TOTAL - 1));

@@ -114,6 +114,9 @@ describe('delivery log', () => {
       expect(await page('?offset=3')).toEqual([]);
       expect(await page('?limit=1000')).toEqual(ids);
       expect(await page('?limit=1&offset=0')).toEqual(ids.slice(0, 1));
+      // Unknown parameters are ignored, as on every list.
+      expect(await page('?foo=bar&cursor=x&since=x&limit[]=0&__proto__=1&constructor=x')).toEqual(ids);
+      expect(await page('?LIMIT=0&offset=1&Status=bogus')).toEqual(ids.slice(1));
     });
 
     it.each([

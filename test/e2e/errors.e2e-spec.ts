@@ -258,6 +258,46 @@ describe('errors', () => {
     });
   });
 
+  describe('400 on list queries', () => {
+    const NOT_INTEGER = 'must be a non-negative integer';
+    const NOT_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone, e.g. 2024-01-15T10:30:00.000Z';
+    const NOT_CURSOR = 'is not a cursor of this workspace: pass nextCursor of the previous page as it is';
+    const NOT_STATUS = 'must be one of: pending, succeeded, failed, cancelled, skipped';
+    const TOO_LARGE = 'must fit in a 32-bit integer';
+    const LATE = '2024-01-16T00:00:00Z';
+    const EARLY = '2024-01-15T00:00:00Z';
+
+    // One detail, the first rule broken in the list's own order of fields, wherever it is in the query.
+    it.each([
+      ['/calculators', 'limit=abc', 'limit', NOT_INTEGER],
+      ['/calculators', 'limit=0', 'limit', 'must be at least 1'],
+      ['/calculators', 'limit=1&limit=2', 'limit', NOT_INTEGER],
+      ['/calculators', 'offset=2147483648', 'offset', TOO_LARGE],
+      ['/calculators', `offset=${'9'.repeat(400)}`, 'offset', TOO_LARGE],
+      ['/calculators', 'offset=-1&limit=abc', 'limit', NOT_INTEGER],
+      ['/webhooks/{w}/deliveries', 'limit=abc', 'limit', NOT_INTEGER],
+      ['/webhooks/{w}/deliveries', 'status=bogus&offset=1.5', 'offset', NOT_INTEGER],
+      ['/webhooks/{w}/deliveries', 'status=failed&status=skipped', 'status', NOT_STATUS],
+      ['/webhooks/unknownwebhook/deliveries', 'limit=abc', 'limit', NOT_INTEGER],
+      ['/deliveries', 'limit=abc', 'limit', NOT_INTEGER],
+      ['/deliveries', 'limit=abc&status=bogus', 'status', NOT_STATUS],
+      ['/deliveries', `status=bogus&until=${EARLY}&since=${LATE}`, 'since', 'must be before until'],
+      ['/deliveries', `since=${LATE}&until=garbage`, 'until', NOT_TIMESTAMP],
+      ['/deliveries', `since=${EARLY}&since=${EARLY}`, 'since', NOT_TIMESTAMP],
+      ['/deliveries', 'limit=abc&webhookId=Abc', 'webhookId', 'must be an id (CUID2)'],
+      ['/deliveries', 'calculatorId=a-b&cursor=garbage', 'calculatorId', 'must be an id (CUID2)'],
+      ['/deliveries', 'cursor=garbage&limit=abc', 'limit', NOT_INTEGER],
+      ['/deliveries', 'cursor=garbage&cursor=garbage', 'cursor', NOT_CURSOR],
+    ])('GET %s?%s names %s', async (template, query, field, message) => {
+      const [webhook] = await listWebhooks(api);
+      const res = await api.get(`${template.replace('{w}', webhook.id)}?${query}`);
+      expectBadRequest(res, field);
+      expect(res.body).toEqual({
+        error: { code: 'bad_request', message: `${field}: ${message}`, details: [{ field, message }] },
+      });
+    });
+  });
+
   describe('404', () => {
     it.each([
       ['an unknown id', () => createId()],

@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
+import { DELIVERY_STATUSES } from '../../src/delivery/delivery.entity.js';
 import { bodyHash } from '../../src/idempotency/idempotency-key.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { client, type Client } from '../support/management-api.js';
@@ -223,6 +224,37 @@ describe('OpenAPI document', () => {
         ['limit', 'query', false, 'integer', 'int32'],
         ['offset', 'query', false, 'integer', 'int32'],
       ]);
+    });
+
+    it('documents the query of each list with its type, bounds and default', () => {
+      const query = (path: string) =>
+        (doc.paths[path].get!.parameters ?? [])
+          .filter((p) => p.in === 'query')
+          .map(({ name, required, schema }) => ({ name, required, schema }))
+          .sort((a, b) => a.name.localeCompare(b.name));
+      const INT32 = { type: 'integer', format: 'int32' };
+      const limit = { name: 'limit', required: false, schema: { ...INT32, minimum: 1, default: 50 } };
+      const offset = { name: 'offset', required: false, schema: { ...INT32, minimum: 0, default: 0 } };
+      const status = { name: 'status', required: false, schema: { type: 'string', enum: [...DELIVERY_STATUSES] } };
+      const text = (name: string, format?: string) => ({
+        name,
+        required: false,
+        schema: { type: 'string', ...(format ? { format } : {}) },
+      });
+      expect(query('/calculators')).toEqual([limit, offset]);
+      expect(query('/webhooks/{webhookId}/deliveries')).toEqual([limit, offset, status]);
+      expect(query('/deliveries')).toEqual([
+        text('calculatorId'),
+        text('cursor'),
+        limit,
+        text('since', 'date-time'),
+        status,
+        text('until', 'date-time'),
+        text('webhookId'),
+      ]);
+      expect(query('/webhooks')).toEqual([]);
+      // The query DTOs describe parameters only; they are not schemas of a body or response.
+      expect(Object.keys(doc.components.schemas).filter((name) => /Query/.test(name))).toEqual([]);
     });
 
     it('documents the POST /webhooks body with its required fields and accepted sources', () => {

@@ -31,13 +31,33 @@ export function Verbatim(): PropertyDecorator {
   };
 }
 
+const toBadRequest = (details: ErrorDetail[]): ApiError =>
+  ApiError.badRequest(details.map((d) => `${d.field}: ${d.message}`).join('; ') || 'Invalid request body', details);
+
 /**
- * Validates a body against its DTO and hands the handler the DTO instance; fields marked @Verbatim
- * keep the parsed value. One pipe for every body: a route's own pipe runs after the global one and
- * would only see the transformed copy, without the keys it dropped.
+ * A list's query DTO: unknown parameters are dropped, not refused (every list ignores them), and only
+ * the first broken rule, in the DTO's field order, is reported, as the lists always have.
  */
-class BodyValidationPipe extends ValidationPipe {
+const queryPipe = new ValidationPipe({
+  whitelist: true,
+  forbidUnknownValues: true,
+  transform: true,
+  stopAtFirstError: true,
+  validationError: { target: false, value: false },
+  exceptionFactory: (errors) => toBadRequest(flatten(errors).slice(0, 1)),
+});
+
+/**
+ * Validates a body or a whole query against its DTO and hands the handler the DTO instance; body fields
+ * marked @Verbatim keep the parsed value. One pipe for every body: a route's own pipe runs after the
+ * global one and would only see the transformed copy, without the keys it dropped.
+ */
+class RequestValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // A copy: the base pipe strips prototype keys in place, and the request's query stays as it came.
+    if (metadata.type === 'query' && metadata.data === undefined && isPlainObject(value)) {
+      return queryPipe.transform({ ...value }, metadata);
+    }
     if (metadata.type !== 'body' || !isPlainObject(value)) return super.transform(value, metadata);
     const hidden = Object.keys(value).find((key) => HIDDEN_KEYS.has(key));
     if (hidden) throw ApiError.invalidField(hidden, `property ${hidden} should not exist`);
@@ -54,17 +74,13 @@ class BodyValidationPipe extends ValidationPipe {
 
 /** class-validator failures become the API's 400 body, one detail per field and rule. */
 export function createValidationPipe(): ValidationPipe {
-  return new BodyValidationPipe({
+  return new RequestValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
     transform: true,
     validationError: { target: false, value: false },
-    exceptionFactory: (errors) => {
-      const details = flatten(errors);
-      const message = details.map((d) => `${d.field}: ${d.message}`).join('; ');
-      return ApiError.badRequest(message || 'Invalid request body', details);
-    },
+    exceptionFactory: (errors) => toBadRequest(flatten(errors)),
   });
 }
 

@@ -1,12 +1,10 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
-import { parsePaging } from '../../core/http/paging.js';
-import { ApiDataResponse, ApiErrorResponses, ApiPagingQuery } from '../../openapi/api-decorators.js';
+import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
-import { parseStatusFilter } from './delivery-log-query.js';
 import { DeliveryLogService } from './delivery-log.service.js';
-import { DELIVERY_STATUSES } from '../delivery.entity.js';
+import { ListWebhookDeliveriesQuery } from './list-deliveries.query.js';
 import {
   DeliveryDetailResponse,
   DeliveryResponse,
@@ -22,17 +20,14 @@ export class DeliveriesController {
   /** Newest first; `status` filters, `limit`/`offset` page as on GET /calculators. */
   @Get()
   @ApiOperation({ operationId: 'listDeliveries', summary: 'List the deliveries of a webhook, newest first' })
-  @ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: [...DELIVERY_STATUSES] } })
-  @ApiPagingQuery()
   @ApiDataResponse(DeliveryResponse, { isArray: true, description: 'Deliveries of the webhook' })
   @ApiErrorResponses(400, 404)
   async list(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') webhookId: string,
-    @Query() query: Record<string, unknown>,
+    @Query() query: ListWebhookDeliveriesQuery,
   ): Promise<{ data: DeliveryResponse[] }> {
-    const filter = { ...parsePaging(query), status: parseStatusFilter(query.status) };
-    const deliveries = await this.log.list(workspace.id, webhookId, filter);
+    const deliveries = await this.log.list(workspace.id, webhookId, query);
     return { data: deliveries.map(serializeDelivery) };
   }
 

@@ -8,6 +8,7 @@ export interface LogPosition {
   id: string;
 }
 
+export const CURSOR_MESSAGE = 'is not a cursor of this workspace: pass nextCursor of the previous page as it is';
 const CURSOR_PATTERN = /^(\d{1,15})\.([a-z0-9]{1,32})\.([A-Za-z0-9_-]{16})$/;
 
 // The cursor only positions within the caller's own workspace (every query is scoped to it), so it
@@ -21,15 +22,12 @@ export function encodeCursor(workspaceId: string, { createdAt, id }: LogPosition
 }
 
 /** The position a cursor names; a cursor that is not one this workspace was given is a 400 naming it. */
-export function decodeCursor(workspaceId: string, raw: unknown): LogPosition | undefined {
+export function decodeCursor(workspaceId: string, raw: string | undefined): LogPosition | undefined {
   if (raw === undefined) return undefined;
-  const text = typeof raw === 'string' && /^[A-Za-z0-9_-]{1,200}$/.test(raw) ? Buffer.from(raw, 'base64url') : null;
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(raw) ? Buffer.from(raw, 'base64url') : null;
   const match = text ? CURSOR_PATTERN.exec(text.toString('latin1')) : null;
   if (!match || !isCuid2(match[2]) || digest(workspaceId, Number(match[1]), match[2]) !== match[3]) {
-    throw ApiError.invalidField(
-      'cursor',
-      'is not a cursor of this workspace: pass nextCursor of the previous page as it is',
-    );
+    throw ApiError.invalidField('cursor', CURSOR_MESSAGE);
   }
   return { createdAt: new Date(Number(match[1])), id: match[2] };
 }

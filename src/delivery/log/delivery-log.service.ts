@@ -10,7 +10,7 @@ import { buildPayload } from '../delivery-payload.js';
 import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
 import { DeliveryStore } from '../store/delivery-store.js';
-import type { DeliveryFilter, WorkspaceLogFilter } from './delivery-log-query.js';
+import type { ListWebhookDeliveriesQuery, WorkspaceLogFilter } from './list-deliveries.query.js';
 
 export interface DeliveryDetail {
   delivery: DeliveryEntity;
@@ -28,7 +28,7 @@ export class DeliveryLogService {
     private readonly store: DeliveryStore,
   ) {}
 
-  async list(workspaceId: string, webhookId: string, filter: DeliveryFilter): Promise<DeliveryEntity[]> {
+  async list(workspaceId: string, webhookId: string, filter: ListWebhookDeliveriesQuery): Promise<DeliveryEntity[]> {
     await this.webhooks.get(workspaceId, webhookId);
     return this.dataSource.getRepository(DeliveryEntity).find({
       where: { webhookId, workspaceId, ...(filter.status ? { status: filter.status } : {}) },

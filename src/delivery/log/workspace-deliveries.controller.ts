@@ -1,23 +1,17 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/http/paging.js';
 import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
+import { decodeCursor } from './delivery-cursor.js';
 import { DeliveryLogService } from './delivery-log.service.js';
-import { DELIVERY_STATUSES } from '../delivery.entity.js';
 import {
   DeliveryDetailResponse,
   DeliveryResponse,
   serializeDelivery,
   serializeDeliveryDetail,
 } from './delivery.serializer.js';
-import { parseWorkspaceLogQuery } from './delivery-log-query.js';
-
-const ApiTimestampQuery = (name: string, description: string) =>
-  ApiQuery({ name, required: false, description, schema: { type: 'string', format: 'date-time' } });
-const ApiIdQuery = (name: string, description: string) =>
-  ApiQuery({ name, required: false, description, schema: { type: 'string' } });
+import { ListDeliveriesQuery } from './list-deliveries.query.js';
 
 /** The workspace-wide delivery log (DESIGN 7.2), removed webhooks' deliveries included. */
 @ApiTags('deliveries')
@@ -33,23 +27,6 @@ export class WorkspaceDeliveriesController {
       "Every webhook's deliveries, removed webhooks' too, until retention deletes them; ordered by `createdAt`, " +
       'then `id`, both descending. Pass `nextCursor` as `cursor` for the next page: pages stay stable while new ' +
       'deliveries arrive. Unknown query parameters are ignored.',
-  })
-  @ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: [...DELIVERY_STATUSES] } })
-  @ApiIdQuery('webhookId', "Only this webhook's deliveries")
-  @ApiIdQuery('calculatorId', "Only deliveries of this calculator's submissions")
-  @ApiTimestampQuery('since', 'Only deliveries created at or after this time')
-  @ApiTimestampQuery('until', 'Only deliveries created before this time')
-  @ApiQuery({
-    name: 'limit',
-    required: false,
-    description: `Maximum number of deliveries to return; default ${DEFAULT_LIMIT}, larger values are clamped to ${MAX_LIMIT}`,
-    schema: { type: 'integer', format: 'int32', minimum: 1, default: DEFAULT_LIMIT },
-  })
-  @ApiQuery({
-    name: 'cursor',
-    required: false,
-    description: '`nextCursor` of the previous page, as it was given; any other value is a 400',
-    schema: { type: 'string' },
   })
   @ApiExtraModels(DeliveryResponse)
   @ApiResponse({
@@ -67,10 +44,10 @@ export class WorkspaceDeliveriesController {
   @ApiErrorResponses(400)
   async list(
     @CurrentWorkspace() workspace: WorkspaceEntity,
-    @Query() query: Record<string, unknown>,
+    @Query() { cursor, ...filters }: ListDeliveriesQuery,
   ): Promise<{ data: DeliveryResponse[]; nextCursor: string | null }> {
-    const filter = parseWorkspaceLogQuery(workspace.id, query);
-    const { deliveries, nextCursor } = await this.log.listWorkspace(workspace.id, filter);
+    const after = decodeCursor(workspace.id, cursor);
+    const { deliveries, nextCursor } = await this.log.listWorkspace(workspace.id, { ...filters, after });
     return { data: deliveries.map(serializeDelivery), nextCursor };
   }
 

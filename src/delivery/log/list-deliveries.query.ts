@@ -1,0 +1,68 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, ValidateBy } from 'class-validator';
+import { DEFAULT_LIMIT, LimitQueryField, OffsetQueryField } from '../../core/http/paging.js';
+import { IsBeforeUntil, TimestampQueryField } from '../../core/http/timestamps.js';
+import { isCuid2 } from '../../core/ids.js';
+import { CURSOR_MESSAGE, type LogPosition } from './delivery-cursor.js';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery.entity.js';
+
+const StatusQueryField = () =>
+  applyDecorators(
+    ApiPropertyOptional({ enum: DELIVERY_STATUSES }),
+    IsOptional(),
+    IsIn(DELIVERY_STATUSES, { message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` }),
+  );
+
+const IdQueryField = (description: string) =>
+  applyDecorators(
+    ApiPropertyOptional({ type: 'string', description }),
+    IsOptional(),
+    ValidateBy({ name: 'isCuid2', validator: { validate: isCuid2 } }, { message: 'must be an id (CUID2)' }),
+  );
+
+/** GET /webhooks/{id}/deliveries: offset paging as on GET /calculators, and a status filter. */
+export class ListWebhookDeliveriesQuery {
+  @LimitQueryField()
+  limit: number = DEFAULT_LIMIT;
+
+  @OffsetQueryField()
+  offset: number = 0;
+
+  @StatusQueryField()
+  status?: DeliveryStatus;
+}
+
+/**
+ * GET /deliveries: filters on the workspace's log, a page size and the position after the previous page;
+ * other parameters are ignored. Field order is the order errors are reported in; decodeCursor checks
+ * the cursor's workspace after all of them.
+ */
+export class ListDeliveriesQuery {
+  @TimestampQueryField('Only deliveries created at or after this time')
+  @IsBeforeUntil()
+  since?: Date;
+
+  @TimestampQueryField('Only deliveries created before this time')
+  until?: Date;
+
+  @StatusQueryField()
+  status?: DeliveryStatus;
+
+  @IdQueryField("Only this webhook's deliveries")
+  webhookId?: string;
+
+  @IdQueryField("Only deliveries of this calculator's submissions")
+  calculatorId?: string;
+
+  @LimitQueryField('deliveries')
+  limit: number = DEFAULT_LIMIT;
+
+  @ApiPropertyOptional({ description: '`nextCursor` of the previous page, as it was given; any other value is a 400' })
+  @IsOptional()
+  @IsString({ message: CURSOR_MESSAGE })
+  cursor?: string;
+}
+
+/** What DeliveryLogService.listWorkspace reads: the query with its cursor decoded. */
+export type WorkspaceLogFilter = Omit<ListDeliveriesQuery, 'cursor'> & { after?: LogPosition };
