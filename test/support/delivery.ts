@@ -15,7 +15,7 @@ export const FAST_DELIVERY = {
 };
 export const FAST_MAX_ATTEMPTS = 3;
 /** Watched for a wrong further send by that worker: it spans its longest retry delay (200 ms + 20%) and five sweeps. */
-export const FAST_EXTRA_SEND_WINDOW_MS = 1_000;
+const FAST_EXTRA_SEND_WINDOW_MS = 1_000;
 
 /** Fails if any of the receivers gets another request within FAST_EXTRA_SEND_WINDOW_MS from now. */
 export function expectNoFurtherRequests(...receivers: Receiver[]): Promise<void> {
