@@ -69,8 +69,7 @@ export class DeliveryQueue {
   /**
    * Group commit: one addBulk (one pipeline, one MULTI) carries the jobs of every caller that comes while
    * the previous one is out, instead of one each, and each caller still waits for its own jobs. A failure
-   * fails them all, which loses nothing: the sweeper enqueues due deliveries that have no job. In the
-   * bench's submissions phase: api CPU 4% and Redis CPU 14% less per request (three alternating pairs).
+   * fails them all, which loses nothing: the sweeper enqueues due deliveries that have no job.
    */
   private readonly bulks = new Batcher<BulkJob[], void>(
     async (groups) => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/core/config/config.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { DestinationLimiter, type DestinationSignal } from '../../src/delivery/engine/destination-limiter.js';
-import { Receiver, sleep, waitFor, type Behaviour } from '../support/receiver.js';
+import { expectNothingFor, Receiver, waitFor, type Behaviour } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
 
 /** A workspace with one webhook to `url` on a calculator of its own; `submit(n)` posts n submissions. */
@@ -68,7 +68,17 @@ describe('DELETE while attempts hang on receivers that never answer', () => {
       // Waiting for the receiver would take the 6 s attempt timeout.
       expect(Date.now() - started).toBeLessThan(2_000);
     }
-    await sleep(7_000); // the attempts time out
+    const recorded = async () =>
+      Number(
+        (
+          await ctx.t.dataSource.query(
+            `SELECT count(*) AS n FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+             WHERE d.webhook_id = ANY($1)`,
+            [hooks.map((h) => h.webhookId)],
+          )
+        )[0].n,
+      );
+    await waitFor(async () => (await recorded()) === 5, 15_000, 'the five attempts to time out and be recorded');
     for (const hook of hooks) expect(await attemptsOf(ctx.t, hook.webhookId)).toEqual([['cancelled', 1]]);
     expect(dead.requests).toHaveLength(5);
   }, 30_000);
@@ -90,7 +100,8 @@ describe('a workspace whose receivers hang', () => {
     const other = await webhookTo(ctx.t, healthy.url);
     await busy.submit(12);
     await waitFor(() => dead.requests.length >= 6, 5_000, 'the busy workspace to fill its share');
-    await sleep(300);
+    // A job over the share waits 100 ms in process for a slot before it parks: a seventh request would show.
+    await expectNothingFor(500, 'request beyond the workspace share', () => dead.requests.length > 6);
     expect(dead.requests).toHaveLength(6); // all but a quarter of 8 slots
     const sent = Date.now();
     await other.submit(1);
@@ -117,7 +128,7 @@ describe('a destination that keeps timing out', () => {
     await waitFor(() => receiver.requests.length >= 2, 5_000, 'the attempts that open the breaker');
     // Without the breaker, six deliveries retried every ~400 ms would make ~40 requests in 3 s; with it,
     // at most the six first attempts and two probes.
-    await sleep(3_000);
+    await expectNothingFor(3_000, 'request beyond six attempts and two probes', () => receiver.requests.length > 8);
     expect(receiver.requests.length).toBeLessThanOrEqual(8);
     const spent = (await attemptsOf(ctx.t, hook.webhookId)).reduce((n, [, count]) => n + Number(count), 0);
     expect(spent).toBeLessThanOrEqual(8);

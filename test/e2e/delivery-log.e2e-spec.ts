@@ -6,6 +6,7 @@ import {
   ATTEMPT_KEYS,
   DELIVERY_DETAIL_KEYS,
   DELIVERY_KEYS,
+  expectNoFurtherRequests,
   FAST_MAX_ATTEMPTS,
   getDelivery,
   listDeliveries,
@@ -27,7 +28,7 @@ import {
   removeWebhook,
   type Client,
 } from '../support/management-api.js';
-import { sleep, waitFor, type Behaviour } from '../support/receiver.js';
+import { untilClock, waitFor, type Behaviour } from '../support/receiver.js';
 import type { TestApp } from '../support/test-app.js';
 
 describe('delivery log', () => {
@@ -55,8 +56,9 @@ describe('delivery log', () => {
     const setup = await setupWebhook(t, receiver.url);
     const submissions = [];
     for (let i = 0; i < count; i++) {
-      submissions.push(await submit(setup.api, setup.calculator.id, { data: { n: i } }));
-      await sleep(5); // distinct createdAt, so "newest first" is well defined
+      const submission = await submit(setup.api, setup.calculator.id, { data: { n: i } });
+      submissions.push(submission);
+      await untilClock(Date.parse(submission.createdAt)); // distinct createdAt, so "newest first" is well defined
     }
     const deliveries = await waitForAllEnded(setup.api, setup.webhook.id, count);
     return { ...setup, receiver, submissions, deliveries };
@@ -263,7 +265,7 @@ describe('delivery log', () => {
         [1, 'scheduled', true],
         [2, 'manual', true],
       ]);
-      await sleep(500);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(2);
     });
 
@@ -299,7 +301,7 @@ describe('delivery log', () => {
         return d.status === 'failed' && d.attemptCount === FAST_MAX_ATTEMPTS + 1 ? d : null;
       });
       expect(delivery.attempts.at(-1)).toMatchObject({ trigger: 'manual', statusCode: 500, succeeded: false });
-      await sleep(800);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(FAST_MAX_ATTEMPTS + 1);
     });
 
@@ -335,7 +337,7 @@ describe('delivery log', () => {
       expect(second.body.data).toMatchObject({ status: 'pending', maxAttempts: 2 });
       const delivery = await waitForEndedDelivery(api, webhook.id);
       expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2, maxAttempts: 2 });
-      await sleep(500);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(2);
     });
 
@@ -354,7 +356,7 @@ describe('delivery log', () => {
       await removeWebhook(mine.api, mine.webhook.id);
       expectNotFound(await postRetry(mine.api, mine.webhook.id, myDelivery.id));
 
-      await sleep(500);
+      await expectNoFurtherRequests(mine.receiver, theirs.receiver);
       expect(mine.receiver.requests).toHaveLength(1);
       expect(theirs.receiver.requests).toHaveLength(1);
     });

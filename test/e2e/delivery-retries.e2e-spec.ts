@@ -1,6 +1,7 @@
 import { MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES } from '../../src/delivery/engine/webhook-sender.js';
 import {
   ATTEMPT_KEYS,
+  expectNoFurtherRequests,
   FAST_MAX_ATTEMPTS,
   setupWebhook,
   submit,
@@ -9,7 +10,7 @@ import {
   waitForEndedDelivery,
 } from '../support/delivery.js';
 import { expectTimestamp, keysOf } from '../support/management-api.js';
-import { sleep, waitFor, type Receiver } from '../support/receiver.js';
+import { waitFor, type Receiver } from '../support/receiver.js';
 import type { TestApp } from '../support/test-app.js';
 
 describe('webhook delivery: failures and retries', () => {
@@ -49,7 +50,7 @@ describe('webhook delivery: failures and retries', () => {
       expect(verifySignature(secret, request)).toMatchObject({ webhookId: webhook.id });
     }
     expect(receiver.requests[0].body).toBe(receiver.requests[1].body);
-    await sleep(500);
+    await expectNoFurtherRequests(receiver);
     expect(receiver.requests).toHaveLength(2);
   });
 
@@ -82,7 +83,7 @@ describe('webhook delivery: failures and retries', () => {
     const gaps = receiver.requests.slice(1).map((r, i) => r.receivedAt - receiver.requests[i].receivedAt);
     expect(gaps[0]).toBeGreaterThanOrEqual(70);
     expect(gaps[1]).toBeGreaterThanOrEqual(150);
-    await sleep(800);
+    await expectNoFurtherRequests(receiver);
     expect(receiver.requests).toHaveLength(FAST_MAX_ATTEMPTS);
   });
 
@@ -133,7 +134,7 @@ describe('webhook delivery: failures and retries', () => {
     expect(delivery.attempts).toEqual([
       expect.objectContaining({ attemptNumber: 1, statusCode: 410, succeeded: false, responseBody: 'gone for good' }),
     ]);
-    await sleep(800);
+    await expectNoFurtherRequests(receiver);
     expect(receiver.requests).toHaveLength(1);
   });
 
@@ -212,7 +213,7 @@ describe('webhook delivery: failures and retries', () => {
 
       expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
       expect(delivery.attempts[0].responseBody).toBe('ok\uFFFDok');
-      await sleep(1000);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(1);
     });
   });

@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { setupWebhook, submit, useFastDeliveryApp, waitForEndedDelivery } from '../support/delivery.js';
-import { sleep, waitFor } from '../support/receiver.js';
+import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { expectNothingFor, waitFor } from '../support/receiver.js';
 
 // The worker's statements run under the same DATABASE_LOCK_TIMEOUT_MS as the api's: a claim that
 // cannot get its webhook's lock in time fails as an infrastructure error, its job is retried, and the
@@ -18,15 +19,28 @@ describe('a delivery whose claim times out waiting for its lock', () => {
     try {
       // The removal lock of that webhook, as DELETE takes it.
       await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [DatabaseLock.WebhookFence, webhook.id]);
-      await submit(api, calculator.id);
-      await sleep(t.config.databaseTimeouts.lockMs + 500); // the first claim has timed out by now
+      const { id: submissionId } = await submit(api, calculator.id);
+      const [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE submission_id = $1', [
+        submissionId,
+      ]);
+      // The first claim has timed out: its job failed once and waits in the delayed set for its retry.
+      const { queue } = t.app.get(DeliveryQueue);
+      await waitFor(
+        async () => {
+          const job = await queue.getJob(deliveryId);
+          return job && job.attemptsMade >= 1 && (await job.getState()) === 'delayed';
+        },
+        t.config.databaseTimeouts.lockMs + 10_000,
+        'the first claim to time out and its job to wait for a retry',
+      );
       expect(receiver.requests).toHaveLength(0);
       await holder.query('SELECT pg_advisory_unlock_all()');
     } finally {
       await holder.end();
     }
-    // Not delivered right after the unlock: the claim is no longer waiting, its job is in its retry delay.
-    await sleep(1_000);
+    // Not delivered right after the unlock: the claim is no longer waiting, its job is in its retry delay
+    // (5 s); a claim still waiting for the lock would have sent within moments of the unlock.
+    await expectNothingFor(1_000, 'request right after the unlock', () => receiver.requests.length > 0);
     expect(receiver.requests).toHaveLength(0);
     await waitFor(() => receiver.requests.length === 1, 15_000, 'the retried delivery');
     const delivery = await waitForEndedDelivery(api, webhook.id);

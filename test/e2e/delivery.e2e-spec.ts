@@ -1,6 +1,7 @@
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import { USER_AGENT } from '../../src/delivery/engine/webhook-sender.js';
 import {
+  expectNoFurtherRequests,
   listDeliveries,
   setupWebhook,
   SUBMISSION_KEYS,
@@ -10,7 +11,7 @@ import {
   waitForEndedDelivery,
 } from '../support/delivery.js';
 import { client, keysOf, registerWebhook, signingSecret } from '../support/management-api.js';
-import { sleep, waitFor } from '../support/receiver.js';
+import { waitFor } from '../support/receiver.js';
 import { createCalculator, createWorkspace, type TestApp } from '../support/test-app.js';
 
 describe('webhook delivery', () => {
@@ -64,7 +65,7 @@ describe('webhook delivery', () => {
         expect.objectContaining({ attemptNumber: 1, trigger: 'scheduled', statusCode: 200, succeeded: true }),
       ]);
 
-      await sleep(1000);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(1);
     });
 
@@ -77,7 +78,7 @@ describe('webhook delivery', () => {
 
       await submit(api, calculator.id);
       await waitForEndedDelivery(api, webhook.id);
-      await sleep(500);
+      await expectNoFurtherRequests(called, other);
       expect(called.requests).toHaveLength(1);
       expect(other.requests).toHaveLength(0);
       expect(await listDeliveries(api, otherWebhook.id)).toEqual([]);
@@ -98,7 +99,7 @@ describe('webhook delivery', () => {
       const submission = await submit(api, calculator.id);
       await waitFor(() => [a, b, c].every((r) => r.requests.length === 1), 5000, 'one POST to each receiver');
       const deliveries = await Promise.all(hooks.map((h) => waitForEndedDelivery(api, h.id)));
-      await sleep(500);
+      await expectNoFurtherRequests(a, b, c);
 
       [a, b, c].forEach((receiver, i) => {
         expect(receiver.requests).toHaveLength(1);
@@ -122,7 +123,7 @@ describe('webhook delivery', () => {
 
       const subs = [await submit(api, calculator.id), await submit(api, second.id)];
       await waitFor(() => receiver.requests.length === 2, 5000, 'two POSTs');
-      await sleep(500);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(2);
       const delivered = receiver.requests.map((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id);
       expect(delivered.sort()).toEqual(subs.map((s) => s.id).sort());
@@ -154,7 +155,7 @@ describe('webhook delivery', () => {
       const delivery = await waitForEndedDelivery(api, webhook.id);
       expect(delivery).toMatchObject({ id: deliveryId, status: 'succeeded', attemptCount: 1 });
       expect(receiver.requests[0].headers['webhook-id']).toBe(deliveryId);
-      await sleep(1000);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(1);
     });
 

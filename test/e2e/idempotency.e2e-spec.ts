@@ -1,12 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
+import type { Server } from 'node:http';
 import pg from 'pg';
 import request, { type Response } from 'supertest';
 import { API_KEY_HEADER } from '../../src/auth/api-key.js';
 import { IdempotencyKeysService } from '../../src/idempotency/idempotency-keys.service.js';
 import { WAIT_FOR_FIRST_MS } from '../../src/idempotency/idempotency.interceptor.js';
-import { countRows, FAST_DELIVERY } from '../support/delivery.js';
+import { countRows, expectNoFurtherRequests, FAST_DELIVERY } from '../support/delivery.js';
 import { API, client, expectBadRequest, expectError, expectJson, listWebhooks } from '../support/management-api.js';
-import { Receiver, sleep, waitFor } from '../support/receiver.js';
+import { Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createReplica, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const HEADER = 'Idempotency-Key';
@@ -98,7 +99,7 @@ describe('Idempotency-Key on POST (DESIGN 7.6)', () => {
 
         expectReplayOf(replay, first);
         await waitFor(() => hook.requests.length === 1, 5000, 'the delivery');
-        await sleep(500); // time for a second delivery, if there were one
+        await expectNoFurtherRequests(hook); // time for a second delivery, if there were one
         expect(hook.requests).toHaveLength(1);
         expect(await countRows(t, 'submissions', workspace.id)).toBe(1);
         expect(await countRows(t, 'deliveries', workspace.id)).toBe(1);
@@ -195,18 +196,44 @@ describe('Idempotency-Key on POST (DESIGN 7.6)', () => {
       };
     }
 
+    const waitingOnLocks = async () =>
+      Number(
+        (
+          await t.dataSource.query(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        )[0].n,
+      );
+
     it('wait for the first, on either replica, then all get its answer: one submission', async () => {
       const { workspace, calculator, post } = await setup();
       const path = `/calculators/${calculator.id}/submissions`;
       const unlock = await lockCalculator(calculator.id);
-      const answers = Promise.all(
-        Array.from({ length: 12 }, (_, i) =>
-          post(path, { data: { n: 1 } }, 'concurrent', i % 2 === 0 ? undefined : replica),
-        ),
-      );
-      await sleep(600); // every request has arrived and is waiting (the first on the lock, the others on it)
-      await unlock();
-      const responses = await answers;
+      const servers = [t.app.getHttpServer(), replica.getHttpServer()] as Server[];
+      let arrived = 0;
+      const onRequest = () => void arrived++;
+      for (const server of servers) server.on('request', onRequest);
+      let responses: Response[];
+      try {
+        const answers = Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            post(path, { data: { n: 1 } }, 'concurrent', i % 2 === 0 ? undefined : replica),
+          ),
+        );
+        try {
+          // Every request has arrived and is waiting (the first on the lock, the others on it).
+          await waitFor(
+            async () => arrived === 12 && (await waitingOnLocks()) > 0,
+            10_000,
+            'the 12 requests to arrive and the first to wait on the lock',
+          );
+        } finally {
+          await unlock();
+        }
+        responses = await answers;
+      } finally {
+        for (const server of servers) server.off('request', onRequest);
+      }
 
       for (const res of responses) expectJson(res, 200);
       expect(new Set(responses.map((res) => JSON.stringify(res.body))).size).toBe(1);

@@ -10,7 +10,7 @@ import {
   removeWebhook,
   type Client,
 } from '../support/management-api.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { expectNothingFor, Receiver, waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 import { ensureBuilt, spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
@@ -39,6 +39,16 @@ interface Recovery {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+// Spans at least one pass of the recovery runner (every second at most) and the send a requeue causes.
+const REQUEUE_WINDOW_MS = 1_500;
+/** Fails if the receiver gets any request within REQUEUE_WINDOW_MS: a wrong second requeue would send. */
+const expectNoSecondRequeue = (receiver: Receiver) => {
+  const count = receiver.requests.length;
+  return expectNothingFor(REQUEUE_WINDOW_MS, 'request after every requeued delivery ended', () =>
+    receiver.requests.length > count ? `${receiver.requests.length - count} more` : false,
+  );
+};
 
 async function recover(api: Client, webhookId: string, body: object): Promise<Recovery> {
   const res = await api.post(`/webhooks/${webhookId}/recover`, body);
@@ -129,7 +139,9 @@ describe('POST /webhooks/{id}/recover (in-process worker)', () => {
       dryRun: true,
     });
     expect(narrow.body).toEqual({ data: { matched: 3 } }); // the skipped rows only
-    await new Promise((r) => setTimeout(r, 1_200)); // a worker pass would have started a recovery by now
+    // The fast worker's runner looks for recoveries every 200 ms: one started by a dry run would show.
+    const changed = async () => JSON.stringify(await snapshotDatabase(t)) !== JSON.stringify(before);
+    await expectNothingFor(1_200, 'change to the database after a dry run', changed, 200);
     expect(await snapshotDatabase(t)).toEqual(before);
   });
 
@@ -168,7 +180,7 @@ describe('POST /webhooks/{id}/recover (in-process worker)', () => {
       30_000,
       'every requeued delivery to end',
     );
-    await new Promise((r) => setTimeout(r, 1_500)); // room for a wrong second requeue to show
+    await expectNoSecondRequeue(receiver);
 
     const sent = countsById(receiver);
     for (const id of [...realFailed, ...skippedIds]) {
@@ -330,9 +342,29 @@ describe('recovery carried out by worker processes', () => {
     expect(row.status).toBe('cancelled');
     expect(row.completed_at).toBeInstanceOf(Date);
 
-    // A worker started now leaves it alone: nothing of the removed webhook is sent.
-    workers.push(spawnWorker(t.config, WORKER_ENV));
-    await new Promise((r) => setTimeout(r, 2_500));
+    // A canary: a live webhook's recovery, created after the cancelled one. Once the worker has carried it
+    // out and its requeued delivery reached its receiver, the worker has run recovery passes and taken the
+    // jobs queued before it.
+    const canaryReceiver = await Receiver.start();
+    try {
+      const canary = await webhookWithSubmission(t, canaryReceiver);
+      const [canaryDelivery] = await insertDeliveries(t, canary.owner, [
+        { status: 'skipped', createdAt: new Date(Date.now() - 60_000) },
+      ]);
+      const canaryRecovery = await recover(canary.api, canary.webhook.id, { since: iso(Date.now() - 120_000) });
+
+      // A worker started now leaves the cancelled one alone: nothing of the removed webhook is sent.
+      workers.push(spawnWorker(t.config, WORKER_ENV));
+      await waitFor(
+        async () =>
+          (await recoveryRow(canaryRecovery.id)).status === 'completed' &&
+          canaryReceiver.requests.some((r) => r.headers['webhook-id'] === canaryDelivery),
+        30_000,
+        'the worker to carry out the canary recovery',
+      );
+    } finally {
+      await canaryReceiver.close();
+    }
     expect(await recoveryRow(created.id)).toMatchObject({ status: 'cancelled', requeued: 0 });
     expect(receiver.requests).toHaveLength(0);
   }, 60_000);
@@ -372,7 +404,7 @@ describe('recovery carried out by worker processes', () => {
       90_000,
       'every requeued delivery to be attempted',
     );
-    await new Promise((r) => setTimeout(r, 1_500)); // room for a wrong second requeue to show
+    await expectNoSecondRequeue(receiver);
     // Requeued once: one attempt allowed in all (a second requeue after the failed attempt would allow two).
     for (const d of states) expect(d).toMatchObject({ maxAttempts: 1, attemptCount: 1, attempts: 1 });
     const sent = countsById(receiver);

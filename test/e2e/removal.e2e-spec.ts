@@ -1,5 +1,12 @@
-import { Receiver, sleep, waitFor } from '../support/receiver.js';
+import { expectNothingFor, pace, Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+// A retry the removal failed to cancel would come within 150 ms (+20%), a swept delivery within a sweep (200 ms).
+const AFTER_DELETE_WINDOW_MS = 1_500;
+const expectNothingSentAfter = (receiver: Receiver, removedAt: number) =>
+  expectNothingFor(AFTER_DELETE_WINDOW_MS, 'request after DELETE returned', () =>
+    receiver.requests.some((r) => r.receivedAt > removedAt),
+  );
 
 describe('DELETE /webhooks/{id} and deliveries', () => {
   let t: TestApp;
@@ -47,7 +54,7 @@ describe('DELETE /webhooks/{id} and deliveries', () => {
     await submit(1).expect(200);
     await waitFor(() => receiver.requests.length >= 2, 5000, 'a retry');
     const removedAt = await remove();
-    await sleep(1500);
+    await expectNothingSentAfter(receiver, removedAt);
     expect(receiver.requests.filter((r) => r.receivedAt > removedAt)).toEqual([]);
     expect(await statuses(webhookId)).toEqual(['cancelled']);
   });
@@ -63,7 +70,7 @@ describe('DELETE /webhooks/{id} and deliveries', () => {
         const entry: (typeof sent)[number] = { startedAt: Date.now() };
         sent.push(entry);
         void submit(n).then((r) => Object.assign(entry, { id: r.body.data?.id, status: r.status }));
-        await sleep(20);
+        await pace(20);
       }
     })();
     await waitFor(() => receiver.requests.length >= 3, 5000, 'attempts in flight');
@@ -71,7 +78,7 @@ describe('DELETE /webhooks/{id} and deliveries', () => {
     await stream;
     await waitFor(() => sent.every((e) => e.status !== undefined), 10_000, 'every submission to be answered');
     expect(sent.every((e) => e.status === 200)).toBe(true);
-    await sleep(1500);
+    await expectNothingSentAfter(receiver, removedAt);
     expect(receiver.requests.length).toBeGreaterThan(0);
     expect(receiver.requests.filter((r) => r.receivedAt > removedAt)).toEqual([]);
     const final = await statuses(webhookId);

@@ -1,18 +1,23 @@
 import { createId } from '@paralleldrive/cuid2';
-import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
+import { insertDeliveries, ownerOf, type DeliveryOwner } from '../support/delivery-rows.js';
 import { FAST_DELIVERY, setupWebhook, submit } from '../support/delivery.js';
 import { expectBadRequest, expectJson } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
-const RETENTION_MS = 3_000;
+// The rows' times are set relative to now, a MARGIN away from the retention's edge on either side:
+// no test runs for 10 minutes, so no timing can move a row across it.
+const RETENTION_MS = 3_600_000;
+const MARGIN_MS = 600_000;
+const ago = (ms: number) => new Date(Date.now() - ms);
+const LONG_AGO_MS = RETENTION_MS + 3_600_000;
 
-describe('retention (DELIVERY_RETENTION=3s)', () => {
+describe('retention (DELIVERY_RETENTION=1h)', () => {
   let t: TestApp;
   let receiver: Receiver;
 
   beforeAll(async () => {
-    t = await createTestApp({ ...FAST_DELIVERY, DELIVERY_RETENTION: '3s' });
+    t = await createTestApp({ ...FAST_DELIVERY, DELIVERY_RETENTION: '1h' });
     receiver = await Receiver.start(() => ({ status: 200 }));
   });
   afterAll(async () => {
@@ -29,6 +34,19 @@ describe('retention (DELIVERY_RETENTION=3s)', () => {
     ((await t.dataSource.query(`SELECT id FROM deliveries WHERE id = ANY($1)`, [ids])) as { id: string }[]).map(
       (r) => r.id,
     );
+
+  /**
+   * Waits for a retention pass that began after this call: a sentinel row ended long ago is inserted and
+   * must go. Every pass looks at all rows, so rows still there afterwards were kept by a pass, not missed.
+   */
+  async function afterAPass(owner: DeliveryOwner) {
+    const [sentinel] = await insertDeliveries(t, owner, [{ status: 'succeeded', createdAt: ago(LONG_AGO_MS) }]);
+    await waitFor(
+      async () => (await existing([sentinel])).length === 0,
+      20_000,
+      'a retention pass to take the sentinel',
+    );
+  }
 
   /** A webhook with one delivered submission, and the owner for rows inserted beside it. */
   async function delivered() {
@@ -47,32 +65,39 @@ describe('retention (DELIVERY_RETENTION=3s)', () => {
 
   it('deletes deliveries that ended more than the retention ago, with their attempts, never a pending one', async () => {
     const { owner, real, submission, workspace } = await delivered();
-    const hourAgo = new Date(Date.now() - 3_600_000);
     const old = await insertDeliveries(t, owner, [
-      ...Array.from({ length: 2_500 }, () => ({ status: 'succeeded' as const, createdAt: hourAgo })), // several batches
-      { status: 'failed', createdAt: hourAgo },
-      { status: 'cancelled', createdAt: hourAgo },
-      { status: 'skipped', createdAt: hourAgo },
+      ...Array.from({ length: 2_500 }, () => ({ status: 'succeeded' as const, createdAt: ago(LONG_AGO_MS) })), // several batches
+      { status: 'failed', createdAt: ago(LONG_AGO_MS) },
+      { status: 'cancelled', createdAt: ago(LONG_AGO_MS) },
+      { status: 'skipped', createdAt: ago(LONG_AGO_MS) },
+      { status: 'succeeded', createdAt: ago(RETENTION_MS + MARGIN_MS) }, // just outside the retention
     ]);
-    const [pending] = await insertDeliveries(t, owner, [{ status: 'pending', createdAt: hourAgo }]);
+    const kept = await insertDeliveries(t, owner, [
+      { status: 'succeeded', createdAt: ago(RETENTION_MS - MARGIN_MS) }, // just inside the retention
+      { status: 'failed', createdAt: ago(LONG_AGO_MS), completedAt: ago(RETENTION_MS - MARGIN_MS) }, // ended late
+      { status: 'pending', createdAt: ago(LONG_AGO_MS) },
+    ]);
     await t.dataSource.query(
       `INSERT INTO delivery_attempts (delivery_id, attempt_number, trigger, started_at, duration_ms, succeeded)
-       SELECT d, 1, 'scheduled', now() - interval '1 hour', 5, true FROM unnest($1::varchar[]) AS x(d)`,
-      [old.slice(0, 3)],
+       SELECT d, 1, 'scheduled', now() - interval '2 hours', 5, true FROM unnest($1::varchar[]) AS x(d)`,
+      [[...old.slice(0, 3), kept[0]]],
     );
     expect(await attemptsOf(old.slice(0, 3))).toBe(3);
+    expect(await attemptsOf([real.id])).toBe(1);
 
     await waitFor(async () => (await existing(old)).length === 0, 20_000, 'the old ended deliveries to go');
+    await afterAPass(owner);
     expect(await attemptsOf(old.slice(0, 3))).toBe(0);
-    expect(await existing([pending])).toEqual([pending]);
-    // Ended within the retention: still there (it ended moments ago).
-    const lateEnough = real.completedAt.getTime() + RETENTION_MS;
-    if (Date.now() < lateEnough - 500) expect(await existing([real.id])).toEqual([real.id]);
+    // Ended within the retention (the real delivery moments ago), or pending: still there, attempts too.
+    expect((await existing([real.id, ...kept])).sort()).toEqual([real.id, ...kept].sort());
+    expect(await attemptsOf([real.id, kept[0]])).toBe(2);
 
+    // Once it ended longer ago than the retention, the real delivery goes too, with its attempt.
+    await t.dataSource.query(`UPDATE deliveries SET completed_at = $2 WHERE id = $1`, [real.id, ago(LONG_AGO_MS)]);
     await waitFor(async () => (await existing([real.id])).length === 0, 20_000, 'the real delivery to go');
-    expect(Date.now()).toBeGreaterThanOrEqual(lateEnough);
     expect(await attemptsOf([real.id])).toBe(0);
-    expect(await deliveriesOf(owner.webhookId)).toBe(1); // the pending one
+    expect((await existing(kept)).sort()).toEqual([...kept].sort());
+    expect(await deliveriesOf(owner.webhookId)).toBe(kept.length);
     // Submissions are the product's data: they stay.
     expect(await count(`SELECT count(*)::int AS n FROM submissions WHERE workspace_id = $1`, [workspace.id])).toBe(1);
     expect(await count(`SELECT count(*)::int AS n FROM submissions WHERE id = $1`, [submission.id])).toBe(1);
@@ -80,11 +105,10 @@ describe('retention (DELIVERY_RETENTION=3s)', () => {
 
   it('skips rows another transaction holds instead of waiting for them, and takes them on a later pass', async () => {
     const { owner } = await delivered();
-    const hourAgo = new Date(Date.now() - 3_600_000);
     const [held, ...free] = await insertDeliveries(
       t,
       owner,
-      Array.from({ length: 5 }, () => ({ status: 'failed' as const, createdAt: hourAgo })),
+      Array.from({ length: 5 }, () => ({ status: 'failed' as const, createdAt: ago(LONG_AGO_MS) })),
     );
     const holder = t.dataSource.createQueryRunner();
     await holder.connect();
@@ -107,29 +131,44 @@ describe('retention (DELIVERY_RETENTION=3s)', () => {
       owner.webhookId,
     ]);
     const ids = { completed: createId(), cancelled: createId(), running: createId() };
-    for (const [status, id] of Object.entries(ids)) {
-      await t.dataSource.query(
+    const insertRecovery = (id: string, status: string, endedAgoMs: number) =>
+      t.dataSource.query(
         `INSERT INTO recoveries (id, workspace_id, webhook_id, since, until, status, created_at, updated_at, completed_at)
-         VALUES ($1, $2, $3, now() - interval '2 hours', now() - interval '1 hour', $4::varchar,
-           now() - interval '1 hour', now() - interval '1 hour', CASE WHEN $4::varchar <> 'running' THEN now() - interval '1 hour' END)`,
-        [id, owner.workspaceId, owner.webhookId, status],
+         VALUES ($1, $2, $3, $5::timestamptz - interval '1 hour', $5, $4::varchar, $5, $5, CASE WHEN $4::varchar <> 'running' THEN $5 END)`,
+        [id, owner.workspaceId, owner.webhookId, status, ago(endedAgoMs)],
       );
-    }
+    for (const [status, id] of Object.entries(ids)) await insertRecovery(id, status, LONG_AGO_MS);
+    const recent = createId(); // ended within the retention
+    await insertRecovery(recent, 'completed', RETENTION_MS - MARGIN_MS);
     const left = async () =>
       (await t.dataSource.query(`SELECT id, status FROM recoveries WHERE webhook_id = $1`, [owner.webhookId])) as {
         id: string;
         status: string;
       }[];
-    await waitFor(async () => (await left()).length === 1, 20_000, 'the ended recoveries to go');
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(await left()).toEqual([{ id: ids.running, status: 'running' }]);
+    await waitFor(async () => (await left()).length === 2, 20_000, 'the old ended recoveries to go');
+    // A later pass, seen by a sentinel recovery of its own going, keeps them too.
+    const sentinel = createId();
+    await insertRecovery(sentinel, 'completed', LONG_AGO_MS);
+    await waitFor(async () => !(await left()).some((r) => r.id === sentinel), 20_000, 'a pass to take the sentinel');
+    expect((await left()).sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+      [
+        { id: ids.running, status: 'running' },
+        { id: recent, status: 'completed' },
+      ].sort((a, b) => a.id.localeCompare(b.id)),
+    );
   });
 
   it('refuses a recovery whose since is older than the retention', async () => {
     const { api, webhook } = await delivered();
     const since = (ago: number) => new Date(Date.now() - ago).toISOString();
-    expectBadRequest(await api.post(`/webhooks/${webhook.id}/recover`, { since: since(10_000) }), 'since');
-    const res = await api.post(`/webhooks/${webhook.id}/recover`, { since: since(1_000), dryRun: true });
+    expectBadRequest(
+      await api.post(`/webhooks/${webhook.id}/recover`, { since: since(RETENTION_MS + MARGIN_MS) }),
+      'since',
+    );
+    const res = await api.post(`/webhooks/${webhook.id}/recover`, {
+      since: since(RETENTION_MS - MARGIN_MS),
+      dryRun: true,
+    });
     expectJson(res, 200);
   });
 });

@@ -1,7 +1,7 @@
 import type { AppConfig } from '../../src/core/config/config.js';
 import { SHUTDOWN_MARGIN_MS } from '../../src/core/shutdown.js';
 import { freePort } from '../faults/support/ports.js';
-import { sleep, waitFor } from '../support/receiver.js';
+import { waitFor } from '../support/receiver.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import {
   clearTestQueue,
@@ -97,8 +97,13 @@ describe('SIGTERM while Redis or Postgres is unreachable (built processes)', () 
 
     it('exits 0 at once with Postgres unreachable', async () => {
       const { process: p, postgres } = await start(entrypoint);
+      const before = p.output().length;
       await postgres.stop();
-      await sleep(1000); // a sweep or two fail meanwhile
+      await waitFor(
+        () => /ECONNREFUSED|Connection terminated/.test(p.output().slice(before)),
+        10_000,
+        'the process to find Postgres gone',
+      );
       const exit = await terminate(p);
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect(exit!.ms).toBeLessThan(SLACK_MS);

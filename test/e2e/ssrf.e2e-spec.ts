@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import type { Resolver } from '../../src/delivery/engine/ssrf-guard.js';
 import { SSRF_RESOLVER } from '../../src/delivery/engine/webhook-sender.js';
-import { Receiver, sleep, waitFor } from '../support/receiver.js';
+import { expectNothingFor, Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 // Names the registration lets through (only their addresses are forbidden), resolved by an injected resolver.
@@ -94,8 +94,14 @@ describe('SSRF guard (WEBHOOK_ALLOW_PRIVATE_TARGETS=false)', () => {
       const res = await t.http().get(`/api/v1/webhooks/${webhookId}/deliveries`).set('x-ac-api-key', key);
       return res.body.data[0]?.status === 'failed' ? res.body.data : null;
     });
-    // Longer than the retry delay: a second attempt, had one been scheduled, would have run by now.
-    await sleep(300);
+    // Six times the 50 ms retry delay: a second attempt, had one been scheduled, would show in it.
+    await expectNothingFor(300, 'second attempt', async () => {
+      const [{ n }] = await t.dataSource.query(
+        'SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1',
+        [delivery.id],
+      );
+      return n > 1 || receiver.requests.length > 0;
+    });
     const detail = await t
       .http()
       .get(`/api/v1/webhooks/${webhookId}/deliveries/${delivery.id}`)

@@ -1,7 +1,14 @@
 import { AttemptRecords, type AttemptRecord } from '../../src/delivery/store/attempt-records.js';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import type { WebhookHealth } from '../../src/webhooks/webhook.serializer.js';
-import { getDelivery, listDeliveries, setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
+import {
+  expectNoFurtherRequests,
+  getDelivery,
+  listDeliveries,
+  setupWebhook,
+  submit,
+  useFastDeliveryApp,
+} from '../support/delivery.js';
 import { snapshotDatabase } from '../support/hostile-input.js';
 import {
   client,
@@ -13,7 +20,7 @@ import {
   removeWebhook,
   type Client,
 } from '../support/management-api.js';
-import { sleep, waitFor, type Behaviour } from '../support/receiver.js';
+import { pace, untilClock, waitFor, type Behaviour } from '../support/receiver.js';
 import { createWorkspace } from '../support/test-app.js';
 
 const HEALTH_KEYS = [
@@ -113,7 +120,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
 
       await submit(api, calculator.id);
       await submit(api, calculator.id);
-      await sleep(800);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(0);
       const skipped = await listDeliveries(api, webhook.id);
       expect(skipped).toHaveLength(2);
@@ -131,7 +138,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(enabled).toMatchObject({ state: 'active', disabledAt: null, disabledReason: null });
       await submit(api, calculator.id);
       await waitFor(() => receiver.requests.length === 1, 5000, 'a delivery after enable');
-      await sleep(300);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(1);
       const statuses = (await listDeliveries(api, webhook.id)).map((d) => d.status);
       expect(statuses.sort()).toEqual(['skipped', 'skipped', 'succeeded']);
@@ -149,7 +156,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
           void api
             .post(`/calculators/${calculator.id}/submissions`, { data: { n } })
             .then((r) => Object.assign(entry, { id: r.body.data?.id, status: r.status }));
-          await sleep(20);
+          await pace(20);
         }
       })();
       await waitFor(() => receiver.requests.length >= 3, 5000, 'attempts in flight');
@@ -158,7 +165,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       await stream;
       await waitFor(() => sent.every((e) => e.status !== undefined), 10_000, 'every submission to be answered');
       expect(sent.every((e) => e.status === 200)).toBe(true);
-      await sleep(1000);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests.filter((r) => r.receivedAt > disabledAt)).toEqual([]);
       const rows: { status: string; submission_id: string }[] = await env.t.dataSource.query(
         'SELECT status, submission_id FROM deliveries WHERE webhook_id = $1',
@@ -243,7 +250,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(line.raw).not.toContain(secret);
 
       await submit(api, calculator.id);
-      await sleep(500);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(1);
       expect((await listDeliveries(api, webhook.id)).map((d) => d.status)).toEqual(['skipped', 'failed']);
     });
@@ -257,7 +264,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(await healthOf(api, webhook.id)).toMatchObject({ state: 'active', consecutiveFailures: 3 });
       expect(disabledLine(webhook.id)).toBeUndefined();
 
-      await sleep(1600 - (Date.now() - receiver.requests[0].receivedAt));
+      await untilClock(receiver.requests[0].receivedAt + 1600); // the streak's first failure is older than 1.5 s
       await submit(api, calculator.id);
       const list = await deliveriesOf(api, webhook.id, 2, 'the fourth failure');
       const health = await healthOf(api, webhook.id);
@@ -265,7 +272,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(health.pendingDeliveries).toBe(0);
       // The delivery that disabled it is skipped after its one attempt: nothing more is sent.
       expect(list[0]).toMatchObject({ status: 'skipped', attemptCount: 1 });
-      await sleep(500);
+      await expectNoFurtherRequests(receiver);
       expect(receiver.requests).toHaveLength(4);
       expect(await disabledMetric('failing')).toBe(counted + 1);
       expect(disabledLine(webhook.id)).toMatchObject({ level: 'warn', workspaceId: workspace.id, reason: 'failing' });
@@ -327,7 +334,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
       return row.status === 'skipped' ? row : null;
     });
     expect(skipped.attempt_count).toBe(1);
-    await sleep(300);
+    await expectNoFurtherRequests(receiver);
     expect(receiver.requests).toHaveLength(1);
   });
 

@@ -14,6 +14,7 @@ import {
   type Client,
 } from '../support/management-api.js';
 import { snapshotDatabase } from '../support/hostile-input.js';
+import { untilClock } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hooks/calc';
@@ -209,8 +210,9 @@ describe('webhooks', () => {
       const { api, calcs } = await setup();
       const ids: string[] = [];
       for (const name of ['first', 'second', 'third']) {
-        ids.push((await registerWebhook(api, { url: RECEIVER, calculators: [calcs[0].id], name })).id);
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        const webhook = await registerWebhook(api, { url: RECEIVER, calculators: [calcs[0].id], name });
+        ids.push(webhook.id);
+        await untilClock(Date.parse(webhook.createdAt)); // distinct createdAt, so the order is well defined
       }
       const list = await listWebhooks(api);
       expect(list.map((w) => w.id)).toEqual(ids);

@@ -3,7 +3,7 @@ import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import type { DeliveryDetailResponse, DeliveryResponse } from '../../src/delivery/log/delivery.serializer.js';
 import type { SubmissionResponse } from '../../src/submissions/submission.response.js';
 import { client, expectJson, keysOf, registerWebhook, signingSecret, type Client } from './management-api.js';
-import { Receiver, waitFor, type Behaviour, type ReceivedRequest } from './receiver.js';
+import { expectNothingFor, Receiver, waitFor, type Behaviour, type ReceivedRequest } from './receiver.js';
 import { createCalculator, createTestApp, createWorkspace, freePort, type TestApp } from './test-app.js';
 
 /** The in-process worker with a schedule of milliseconds: 3 attempts in all, 1 s attempt timeout. */
@@ -14,6 +14,16 @@ export const FAST_DELIVERY = {
   SWEEP_INTERVAL_MS: '200',
 };
 export const FAST_MAX_ATTEMPTS = 3;
+/** Watched for a wrong further send by that worker: it spans its longest retry delay (200 ms + 20%) and five sweeps. */
+const FAST_EXTRA_SEND_WINDOW_MS = 1_000;
+
+/** Fails if any of the receivers gets another request within FAST_EXTRA_SEND_WINDOW_MS from now. */
+export function expectNoFurtherRequests(...receivers: Receiver[]): Promise<void> {
+  const counts = receivers.map((r) => r.requests.length);
+  return expectNothingFor(FAST_EXTRA_SEND_WINDOW_MS, 'further request to a receiver', () =>
+    receivers.some((r, i) => r.requests.length > counts[i]),
+  );
+}
 
 /**
  * One app per test file (or describe) with the fast in-process worker, `overrides` on top; receivers started

@@ -70,7 +70,15 @@ export class Receiver {
   }
 }
 
-/** Polls until `check` returns a truthy value or the time is up. */
+/*
+ * How an e2e test waits: for the condition it needs (waitFor) or for an instant it computed (untilClock).
+ * To prove that something does NOT happen it watches a window (expectNothingFor) whose length the caller
+ * names and justifies.
+ */
+const POLL_MS = 25;
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `check` returns a truthy value, and returns it; throws naming `what` once `timeoutMs` has passed. */
 export async function waitFor<T>(
   check: () => T | Promise<T>,
   timeoutMs = 10_000,
@@ -81,8 +89,38 @@ export async function waitFor<T>(
     const value = await check();
     if (value) return value as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await pause(POLL_MS);
   }
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Proves an absence: polls `happened` from now until `windowMs` has passed and throws as soon as it returns
+ * a truthy value (a string says what was seen); it is checked once more at the end of the window.
+ */
+export async function expectNothingFor(
+  windowMs: number,
+  what: string,
+  happened: () => unknown,
+  everyMs = POLL_MS,
+): Promise<void> {
+  const start = Date.now();
+  const end = start + windowMs;
+  for (;;) {
+    const last = Date.now() >= end;
+    const seen = await happened();
+    if (seen) {
+      const detail = typeof seen === 'string' ? `: ${seen}` : '';
+      throw new Error(`Expected no ${what} within ${windowMs} ms, seen after ${Date.now() - start} ms${detail}`);
+    }
+    if (last) return;
+    await pause(Math.min(everyMs, Math.max(0, end - Date.now())));
+  }
+}
+
+/** Waits until the wall clock has passed `instantMs`: an expiry or a Retry-After the test read, not a guess. */
+export async function untilClock(instantMs: number): Promise<void> {
+  while (Date.now() <= instantMs) await pause(instantMs - Date.now() + 1);
+}
+
+/** Spaces out the requests of a stream the test itself generates (load, not a wait for anything). */
+export const pace = pause;
