@@ -1,15 +1,13 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { getQueueToken } from '@nestjs/bullmq';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Queue } from 'bullmq';
 import type { Express } from 'express';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { uiSecurityHeaders } from '../core/security/security-headers.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { MAINTENANCE_QUEUE } from '../scheduling/scheduled-job.js';
+import { MaintenanceQueue } from '../scheduling/maintenance-queue.module.js';
 import { basicAuth } from './basic-auth.js';
 
 export const QUEUE_DASHBOARD_PATH = '/admin/queues';
@@ -24,7 +22,7 @@ export function mountQueueDashboard(app: NestExpressApplication): void {
   const { adminCredentials } = app.get<AppConfig>(APP_CONFIG);
   if (!adminCredentials) return;
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
-  const queues = [app.get(DeliveryQueue).queue, app.get<Queue>(getQueueToken(MAINTENANCE_QUEUE))];
+  const queues = [app.get(DeliveryQueue).queue, app.get(MaintenanceQueue).queue];
   createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue)), serverAdapter });
   const dashboard = serverAdapter.getRouter() as Express; // an Express app of its own
   dashboard.disable('x-powered-by');

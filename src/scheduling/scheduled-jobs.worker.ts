@@ -1,12 +1,12 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { closeWorker } from '../core/redis/close-worker.js';
 import { RedisClients } from '../core/redis/redis.module.js';
+import { MaintenanceQueue } from './maintenance-queue.module.js';
 import { MAINTENANCE_QUEUE, SCHEDULED_JOB, SCHEDULED_JOB_OPTIONS, type ScheduledRun } from './scheduled-job.js';
 
 interface Scheduled {
@@ -37,7 +37,7 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(MAINTENANCE_QUEUE) private readonly queue: Queue,
+    private readonly maintenance: MaintenanceQueue,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly redis: RedisClients,
@@ -84,7 +84,7 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
       try {
         await Promise.all(
           [...this.scheduled].map(([name, { every }]) =>
-            this.queue.upsertJobScheduler(name, { every }, { name, opts: SCHEDULED_JOB_OPTIONS }),
+            this.maintenance.queue.upsertJobScheduler(name, { every }, { name, opts: SCHEDULED_JOB_OPTIONS }),
           ),
         );
         return;
