@@ -23,8 +23,12 @@ function maintenanceQueue(t: TestApp): Queue {
   return queue;
 }
 
-const schedulersOf = async (queue: Queue) =>
-  (await queue.getJobSchedulers()).map(({ key, every }) => ({ key, every })).sort((a, b) => a.key.localeCompare(b.key));
+/** Waits for the maintenance queue's job schedulers, then checks their ids and intervals. */
+async function expectSchedulers(queue: Queue, timeoutMs: number): Promise<void> {
+  await waitFor(async () => (await queue.getJobSchedulersCount()) === SCHEDULERS.length, timeoutMs, 'the schedulers');
+  const schedulers = (await queue.getJobSchedulers()).map(({ key, every }) => ({ key, every }));
+  expect(schedulers.sort((a, b) => a.key.localeCompare(b.key))).toEqual(SCHEDULERS);
+}
 
 // BullMQ names each run's job after its scheduler and the time slot it runs in: repeat:<id>:<slot ms>.
 const slotOf = (job: Job) => Number(job.id!.split(':').pop());
@@ -46,8 +50,7 @@ describe('scheduled work as BullMQ job schedulers (two worker instances, one QUE
   });
 
   it('shows the sweeper, retention, recovery runs and the idempotency-key purge as job schedulers', async () => {
-    await waitFor(async () => (await queue.getJobSchedulersCount()) === SCHEDULERS.length, 10_000, 'the schedulers');
-    expect(await schedulersOf(queue)).toEqual(SCHEDULERS);
+    await expectSchedulers(queue, 10_000);
   });
 
   it('runs each scheduler once per interval, not once per worker', async () => {
@@ -129,8 +132,7 @@ describe('which processes run scheduled work', () => {
 
   it('the worker process, the purge of expired idempotency keys included', async () => {
     worker = spawnWorker(t.config, { SWEEP_INTERVAL_MS: String(EVERY_MS) });
-    await waitFor(async () => (await queue.getJobSchedulersCount()) === SCHEDULERS.length, 20_000, 'the schedulers');
-    expect(await schedulersOf(queue)).toEqual(SCHEDULERS);
+    await expectSchedulers(queue, 20_000);
     await waitFor(
       async () => (await queue.getJobs(['completed'])).some((job) => job.name === 'purge-expired-idempotency-keys'),
       20_000,
@@ -162,15 +164,14 @@ describe('scheduled work after Redis comes back empty', () => {
   });
 
   it('upserts the job schedulers again once Redis answers', async () => {
-    await waitFor(async () => (await queue.getJobSchedulersCount()) === SCHEDULERS.length, 10_000, 'the schedulers');
+    await expectSchedulers(queue, 10_000);
 
     await redis.stop();
     await queue.obliterate({ force: true }); // what a Redis restarted without persistence holds: nothing
     expect(await queue.getJobSchedulersCount()).toBe(0);
     await redis.start();
 
-    await waitFor(async () => (await queue.getJobSchedulersCount()) === SCHEDULERS.length, 20_000, 'the schedulers');
-    expect(await schedulersOf(queue)).toEqual(SCHEDULERS);
+    await expectSchedulers(queue, 20_000);
     const since = Date.now();
     await waitFor(
       async () => (await queue.getJobs(['completed'])).some((job) => job.name === SWEEP && job.finishedOn! >= since),
