@@ -19,6 +19,8 @@ import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { HttpMetrics } from './metrics/http.metrics.js';
 import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { MaintenanceQueueModule } from './scheduling/maintenance-queue.module.js';
+import { SchedulingModule } from './scheduling/scheduling.module.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -52,7 +54,8 @@ export class AppModule implements NestModule {
         RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),
         HealthModule,
         MetricsApiModule,
-        ...(config.workerEnabled ? [DeliveryWorkerModule] : []),
+        MaintenanceQueueModule, // for the queue dashboard
+        ...(config.workerEnabled ? [DeliveryWorkerModule, SchedulingModule] : []),
       ],
       // In this order: the per-IP limit before authentication, the per-key limit after it.
       providers: [

@@ -73,4 +73,11 @@ describe('architecture', () => {
   it('has no import cycle', () => {
     expect(cycles(graph).map((cycle) => cycle.join(' -> '))).toEqual([]);
   });
+
+  it('has no setInterval in the delivery feature: scheduled work is a job scheduler (src/scheduling)', () => {
+    const timers = sourceFiles(join(SRC, 'delivery'))
+      .filter((file) => !file.endsWith('.spec.ts') && /\bsetInterval\(/.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file));
+    expect(timers).toEqual([]);
+  });
 });

@@ -7,20 +7,23 @@ import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { uiSecurityHeaders } from '../core/security/security-headers.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { MaintenanceQueue } from '../scheduling/maintenance-queue.module.js';
 import { basicAuth } from './basic-auth.js';
 
 export const QUEUE_DASHBOARD_PATH = '/admin/queues';
 
 /**
- * Bull Board for the delivery queue at /admin/queues, behind basic auth; nothing is mounted (so
- * 404) unless ADMIN_USER and ADMIN_PASSWORD are set. Postgres stays the truth: a job removed here
- * is enqueued again by the sweeper while its delivery is pending.
+ * Bull Board for the delivery queue and the maintenance queue (the scheduled work's runs) at
+ * /admin/queues, behind basic auth; nothing is mounted (so 404) unless ADMIN_USER and ADMIN_PASSWORD
+ * are set. Postgres stays the truth: a job removed here is enqueued again by the sweeper while its
+ * delivery is pending.
  */
 export function mountQueueDashboard(app: NestExpressApplication): void {
   const { adminCredentials } = app.get<AppConfig>(APP_CONFIG);
   if (!adminCredentials) return;
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
-  createBullBoard({ queues: [new BullMQAdapter(app.get(DeliveryQueue).queue)], serverAdapter });
+  const queues = [app.get(DeliveryQueue).queue, app.get(MaintenanceQueue).queue];
+  createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue)), serverAdapter });
   const dashboard = serverAdapter.getRouter() as Express; // an Express app of its own
   dashboard.disable('x-powered-by');
   app.use(QUEUE_DASHBOARD_PATH, uiSecurityHeaders(), basicAuth(adminCredentials, 'Queue dashboard'), dashboard);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { DataSource, IsNull, Repository } from 'typeorm';
 import { IDEMPOTENCY_CLAIM, IDEMPOTENCY_PURGE_BATCH } from './idempotency-key.statements.js';
+import { ScheduledJob } from '../scheduling/scheduled-job.js';
 import type { IdempotentRequest } from './idempotency-key.js';
 import { IdempotencyKeyEntity } from './idempotency-key.entity.js';
 
@@ -22,8 +23,6 @@ export interface KeptAnswer {
 /** The idempotency_keys rows: claim, answer, release, and the purge of expired ones. */
 @Injectable()
 export class IdempotencyKeysService {
-  private lastPurgeAt = 0;
-
   constructor(
     private readonly dataSource: DataSource,
     @InjectRepository(IdempotencyKeyEntity) private readonly keys: Repository<IdempotencyKeyEntity>,
@@ -66,10 +65,9 @@ export class IdempotencyKeysService {
     });
   }
 
-  /** Deletes expired keys in small batches, at most once a minute per process; started by use. */
-  async purgeExpired(now = Date.now()): Promise<number> {
-    if (now - this.lastPurgeAt < PURGE_EVERY_MS) return 0;
-    this.lastPurgeAt = now;
+  /** Deletes expired keys in small batches, at most PURGE_MAX_BATCHES of them a run. */
+  @ScheduledJob({ name: 'purge-expired-idempotency-keys', every: () => PURGE_EVERY_MS })
+  async purgeExpired(): Promise<number> {
     let deleted = 0;
     for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
       const [, count] = await this.dataSource.query<[unknown, number]>(IDEMPOTENCY_PURGE_BATCH, [PURGE_BATCH]);

@@ -74,9 +74,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async once(request: IdempotentRequest, res: Response, next: CallHandler): Promise<unknown> {
-    this.keys
-      .purgeExpired()
-      .catch((error: Error) => this.logger.warn(`Purge of expired keys failed: ${error.message}`));
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
       const claimedAt = await this.keys.claim(request);

@@ -47,7 +47,7 @@ describe('queue dashboard (/admin/queues)', () => {
       const page = await t.http().get('/admin/queues').set('authorization', auth).expect(200);
       expect(page.headers['content-type']).toMatch(/text\/html/);
       const queues = await t.http().get('/admin/queues/api/queues').set('authorization', auth).expect(200);
-      expect(queues.body.queues.map((q: { name: string }) => q.name)).toEqual(['deliveries']);
+      expect(queues.body.queues.map((q: { name: string }) => q.name)).toEqual(['deliveries', 'maintenance']);
     });
   });
 

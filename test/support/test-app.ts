@@ -13,6 +13,7 @@ import type { CalculatorEntity } from '../../src/calculators/calculator.entity.j
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
+import { MAINTENANCE_QUEUE } from '../../src/scheduling/scheduled-job.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
@@ -68,13 +69,20 @@ export async function dropTestDatabase(databaseUrl: string): Promise<void> {
 /** `customize` may override providers, e.g. the log destination. */
 /** Removes a test file's queue keys from Redis; skipped when that Redis cannot be reached. */
 export async function clearTestQueue(config: AppConfig): Promise<void> {
-  const queue = new Queue(DELIVERY_QUEUE, {
-    connection: { url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null },
+  for (const name of [DELIVERY_QUEUE, MAINTENANCE_QUEUE]) {
+    const queue = new Queue(name, {
+      connection: {
+        url: config.redisUrl,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => null,
+      },
     prefix: config.queuePrefix,
   });
   queue.on('error', () => undefined);
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close().catch(() => undefined);
+  }
 }
 
 export async function createTestApp(

@@ -17,6 +17,8 @@ const CONNECTIONS = {
   queue: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
   // BullMQ's consumer: its blocking commands wait through a reconnect instead of failing.
   worker: { maxRetriesPerRequest: null },
+  // BullMQ's consumer of the scheduled jobs (sweeper, retention and the like), likewise.
+  maintenance: { maxRetriesPerRequest: null },
   // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
   'destination-limiter': { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
 } satisfies Record<string, RedisOptions>;

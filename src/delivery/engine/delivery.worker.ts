@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
+import { closeWorker } from '../../core/redis/close-worker.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
 import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
 import { DestinationLimiter, type DestinationSignal } from './destination-limiter.js';
@@ -130,21 +131,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /**
-   * Stops taking jobs and waits for attempts in flight (each bounded by DELIVERY_TIMEOUT_MS). BullMQ's
-   * close also waits for its blocking Redis connection, forever while Redis is unreachable: past the
-   * attempts' bound, the connections are dropped instead.
-   */
+  /** Stops taking jobs and waits for attempts in flight, each bounded by DELIVERY_TIMEOUT_MS. */
   async onModuleDestroy(): Promise<void> {
-    if (!this.worker) return;
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.config.deliveryTimeoutMs + 1_000);
-    });
-    const closed = await Promise.race([this.worker.close().then(() => true), bound]);
-    clearTimeout(timer);
-    if (closed) return;
-    this.logger.warn('The queue did not close in time (Redis unreachable?): dropping its connections');
-    await this.worker.disconnect().catch(() => undefined);
+    if (this.worker) await closeWorker(this.worker, this.config.deliveryTimeoutMs + 1_000, this.logger);
   }
 }

@@ -1,8 +1,9 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
+import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 import { WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
@@ -14,12 +15,10 @@ const BATCH = 500;
 // Between two batches of one recovery: a large recovery leaves room to the deliveries it queued.
 const BATCH_PAUSE_MS = 50;
 /*
- * How often a worker looks for running recoveries. A poll rather than a queue job: the look is one
- * read of the small partial index recoveries_running_idx, it needs no new kind of job in the deliveries
- * queue (which a worker of the previous version would take for a delivery during a rolling deploy), and
- * a recovery created while Redis is away still starts.
+ * How often running recoveries get their next batches: the look is one read of the small partial index
+ * recoveries_running_idx, so a recovery starts within a second of being asked for.
  */
-const POLL_MS = 1_000;
+const RUN_EVERY_MS = 1_000;
 
 type BatchOutcome = 'more' | 'done' | 'idle';
 
@@ -31,11 +30,8 @@ type BatchOutcome = 'more' | 'done' | 'idle';
  * recovery, and a crash before the enqueue leaves pending deliveries the sweeper enqueues.
  */
 @Injectable()
-export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
+export class RecoveryRunner {
   private readonly logger = new Logger('RecoveryRunner');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopping = false;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -44,32 +40,19 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly store: DeliveryStore,
   ) {}
 
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.runOnce(), Math.min(POLL_MS, this.config.sweepIntervalMs));
-    this.timer.unref();
-  }
-
-  /** One batch of each running recovery in turn, until none has more to do now. */
-  runOnce(): Promise<void> {
-    this.running ??= this.run().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async run(): Promise<void> {
-    try {
+  /** One batch of each running recovery in turn, until none has more to do now or `signal` is aborted. */
+  @ScheduledJob({ name: 'run-recoveries', every: (config) => Math.min(RUN_EVERY_MS, config.sweepIntervalMs) })
+  async runOnce(signal?: AbortSignal): Promise<void> {
       let progressed = true;
-      while (progressed && !this.stopping) {
+    while (progressed && !signal?.aborted) {
         progressed = false;
         const ids = await this.runningIds();
         for (const id of ids) {
-          if (this.stopping) break;
+        if (signal?.aborted) break;
           if ((await this.batch(id)) === 'more') progressed = true;
         }
         if (progressed) await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
       }
-    } catch (error) {
-      this.logger.warn(`Recovery pass failed, next in ${POLL_MS} ms: ${(error as Error).message}`);
-    }
   }
 
   private async runningIds(): Promise<string[]> {
@@ -161,11 +144,5 @@ export class RecoveryRunner implements OnApplicationBootstrap, OnModuleDestroy {
   private async end(manager: EntityManager, recoveryId: string, status: 'completed' | 'cancelled'): Promise<void> {
     const now = new Date();
     await manager.update(RecoveryEntity, { id: recoveryId }, { status, completedAt: now, updatedAt: now });
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.timer);
-    await this.running;
   }
 }

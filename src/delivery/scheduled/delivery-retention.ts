@@ -1,9 +1,10 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { DeliveryStore } from '../store/delivery-store.js';
+import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 
 const BATCH = 1000;
 // Between two deletes: the worker's own writes to these tables never queue behind a long run of them.
@@ -21,37 +22,25 @@ const DELETE_ENDED_RECOVERIES = `
  * attempts, and ended recoveries likewise, in small batches each SWEEP_INTERVAL_MS. Submissions stay.
  */
 @Injectable()
-export class DeliveryRetention implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger('DeliveryRetention');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<number>;
-  private stopping = false;
-
+export class DeliveryRetention {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly store: DeliveryStore,
   ) {}
 
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.purgeOnce(), this.config.sweepIntervalMs);
-    this.timer.unref();
-  }
-
-  /** Deletes what retention lets go; returns how many rows (deliveries and recoveries) it deleted. */
-  purgeOnce(): Promise<number> {
-    this.running ??= this.purge().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async purge(): Promise<number> {
+  /**
+   * Deletes what retention lets go; returns how many rows (deliveries and recoveries) it deleted. Stops
+   * between batches once `signal` is aborted.
+   */
+  @ScheduledJob({ name: 'delete-deliveries-past-retention', every: (config) => config.sweepIntervalMs })
+  async purgeOnce(signal?: AbortSignal): Promise<number> {
     let deleted = 0;
-    try {
-      deleted += await this.deleteInBatches((batch) => this.store.expireEnded(this.config.deliveryRetentionMs, batch));
-      deleted += await this.deleteInBatches((batch) => this.deleteEndedRecoveries(batch));
-    } catch (error) {
-      this.logger.warn(`Retention pass failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
-    }
+    deleted += await this.deleteInBatches(
+      (batch) => this.store.expireEnded(this.config.deliveryRetentionMs, batch),
+      signal,
+    );
+    deleted += await this.deleteInBatches((batch) => this.deleteEndedRecoveries(batch), signal);
     return deleted;
   }
 
@@ -63,20 +52,17 @@ export class DeliveryRetention implements OnApplicationBootstrap, OnModuleDestro
     return count;
   }
 
-  private async deleteInBatches(deleteBatch: (batch: number) => Promise<number>): Promise<number> {
+  private async deleteInBatches(
+    deleteBatch: (batch: number) => Promise<number>,
+    signal?: AbortSignal,
+  ): Promise<number> {
     let deleted = 0;
-    while (!this.stopping) {
+    while (!signal?.aborted) {
       const count = await deleteBatch(BATCH);
       deleted += count;
       if (count < BATCH) break;
       await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
     }
     return deleted;
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.timer);
-    await this.running;
   }
 }

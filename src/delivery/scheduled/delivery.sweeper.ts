@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
+import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 import { DeliveryQueue } from '../delivery-queue.js';
 import { DeliveryStore } from '../store/delivery-store.js';
 
@@ -13,52 +14,29 @@ const SWEEP_BATCH = 1000;
  * wait (on a capped destination, say) cannot hide a lost job behind it.
  */
 @Injectable()
-export class DeliverySweeper implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger('DeliverySweeper');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<number>;
-  private stopping = false;
-
+export class DeliverySweeper {
   constructor(
     private readonly store: DeliveryStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
   ) {}
 
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.sweepOnce(), this.config.sweepIntervalMs);
-    this.timer.unref();
-  }
-
-  /** Enqueues due pending deliveries (due for longer than one sweep interval); returns how many it offered. */
-  async sweepOnce(): Promise<number> {
-    if (this.running) return this.running;
-    this.running = this.sweep().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async sweep(): Promise<number> {
+  /**
+   * Enqueues due pending deliveries (due for longer than one sweep interval); returns how many it offered.
+   * Stops between pages once `signal` is aborted: shutdown waits for one page, not a whole pass.
+   */
+  @ScheduledJob({ name: 'sweep-overdue-deliveries', every: (config) => config.sweepIntervalMs })
+  async sweepOnce(signal?: AbortSignal): Promise<number> {
     let offered = 0;
-    try {
-      const dueBefore = await this.store.dueBefore(this.config.sweepIntervalMs);
-      let after: { nextAttemptAt: Date | string; id: string } = { nextAttemptAt: '-infinity', id: '' };
-      while (!this.stopping) {
-        const rows = await this.store.overdue(dueBefore, after, SWEEP_BATCH);
-        await this.queue.add(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId })));
-        offered += rows.length;
-        if (rows.length < SWEEP_BATCH) break;
-        after = rows[rows.length - 1];
-      }
-    } catch (error) {
-      this.logger.warn(`Sweep failed, next in ${this.config.sweepIntervalMs} ms: ${(error as Error).message}`);
+    const dueBefore = await this.store.dueBefore(this.config.sweepIntervalMs);
+    let after: { nextAttemptAt: Date | string; id: string } = { nextAttemptAt: '-infinity', id: '' };
+    while (!signal?.aborted) {
+      const rows = await this.store.overdue(dueBefore, after, SWEEP_BATCH);
+      await this.queue.add(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId })));
+      offered += rows.length;
+      if (rows.length < SWEEP_BATCH) break;
+      after = rows[rows.length - 1];
     }
     return offered;
-  }
-
-  /** Stops between pages: shutdown waits for one page at most, not for a whole pass over a large backlog. */
-  async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.timer);
-    await this.running;
   }
 }
