@@ -72,9 +72,12 @@ describe('GET /calculators', () => {
     it('writes set timestamps as ISO 8601 UTC with milliseconds', async () => {
       const { workspace, key } = await createWorkspace(t);
       const created = await createCalculator(t, workspace.id);
+      await t.dataSource.query(`UPDATE calculators SET last_impression_at = '2024-03-01T06:00:00Z' WHERE id = $1`, [
+        created.id,
+      ]);
       await t.dataSource.query(
-        `UPDATE calculators SET last_submission_at = '2024-03-01T08:00:00.5+02:00',
-           last_impression_at = '2024-03-01T06:00:00Z', submissions_count = 3 WHERE id = $1`,
+        `INSERT INTO calculator_submission_counters (calculator_id, shard, count, last_submission_at)
+         VALUES ($1, 0, 3, '2024-03-01T08:00:00.5+02:00')`,
         [created.id],
       );
       const [calc] = await listCalculators(client(t, key));
