@@ -12,6 +12,7 @@ import type { CalculatorEntity } from '../../src/calculators/calculator.entity.j
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { configureApp } from '../../src/core/http/configure-app.js';
+import { applyServerTimeouts } from '../../src/core/http/server-timeouts.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
@@ -85,6 +86,7 @@ export async function createTestApp(
   const moduleRef = await customize(Test.createTestingModule({ imports: [AppModule.forRoot(config)] })).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
   configureApp(app);
+  applyServerTimeouts(app.getHttpServer(), config);
   await app.init();
   return {
     app,
@@ -104,6 +106,7 @@ export async function createReplica(t: TestApp): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
   configureApp(app);
+  applyServerTimeouts(app.getHttpServer(), t.config);
   await app.init();
   return app;
 }
