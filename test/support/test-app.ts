@@ -15,6 +15,7 @@ import { configureApp } from '../../src/core/http/configure-app.js';
 import { applyServerTimeouts } from '../../src/core/http/server-timeouts.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
+import { watchContract } from './openapi-contract.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
 export const PG_BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
@@ -85,9 +86,11 @@ export async function createTestApp(
   const config = await createTestDatabaseConfig(overrides);
   const moduleRef = await customize(Test.createTestingModule({ imports: [AppModule.forRoot(config)] })).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  const contract = watchContract(app); // every answer of the API checked against its OpenAPI document
   configureApp(app);
   applyServerTimeouts(app.getHttpServer(), config);
   await app.init();
+  await contract.load();
   return {
     app,
     config,
@@ -105,9 +108,11 @@ export async function createTestApp(
 export async function createReplica(t: TestApp): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  const contract = watchContract(app);
   configureApp(app);
   applyServerTimeouts(app.getHttpServer(), t.config);
   await app.init();
+  await contract.load();
   return app;
 }
 
