@@ -5,6 +5,12 @@ import type { Response } from 'supertest';
 import { bodyHash } from '../../src/idempotency/idempotency-key.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { client, type Client } from '../support/management-api.js';
+import {
+  OpenApiContract,
+  type AnswerRequest,
+  type AnswerResponse,
+  type OpenApiDocument,
+} from '../support/openapi-contract.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
@@ -542,6 +548,51 @@ describe('OpenAPI document', () => {
         );
         conformance.check(await client(t, '').request(method, '/webhooks/unknownwebhook'), operation);
       }
+    });
+  });
+
+  describe('the contract check every e2e app runs (test/support/openapi-contract.ts)', () => {
+    const answer = (
+      method: string,
+      url: string,
+      status: number,
+      body: unknown,
+      headers: Record<string, string> = {},
+    ) => {
+      const all: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...headers };
+      const text = typeof body === 'string' ? body : JSON.stringify(body);
+      return new OpenApiContract(doc as unknown as OpenApiDocument).verdict(
+        { method, originalUrl: `/api/v1${url}`, body: undefined, query: {} } as AnswerRequest,
+        { statusCode: status, getHeader: (name: string) => all[name.toLowerCase()] } as AnswerResponse,
+        text,
+      );
+    };
+    const workspace = {
+      id: 'ws1',
+      name: 'W',
+      createdAt: '2024-01-15T10:30:00.000Z',
+      updatedAt: '2024-01-15T10:30:00.000Z',
+    };
+    const notFound = { error: { code: 'not_found', message: 'No such webhook' } };
+
+    it('passes answers as the document describes them', () => {
+      expect(answer('GET', '/me', 200, workspace)).toBeUndefined();
+      expect(answer('GET', '/webhooks/abc', 404, notFound)).toBeUndefined();
+      expect(answer('GET', '/no/such/path', 404, notFound)).toBeUndefined();
+      const notAllowed = { error: { code: 'method_not_allowed', message: 'PUT is not allowed on this path' } };
+      expect(answer('PUT', '/webhooks/abc', 405, notAllowed, { allow: 'DELETE, GET, HEAD' })).toBeUndefined();
+      expect(answer('POST', '/me', 405, notAllowed, { allow: 'GET, HEAD' })).toBeUndefined();
+    });
+
+    it('catches a body that does not match, an undocumented status or content type, a wrong Allow', () => {
+      expect(answer('GET', '/me', 200, { ...workspace, id: undefined })).toMatch(/must have required property 'id'/);
+      expect(answer('GET', '/me', 200, { ...workspace, extra: 1 })).toMatch(/must NOT have additional properties/);
+      expect(answer('GET', '/me', 404, notFound)).toMatch(/answered 404, which the document does not list/);
+      expect(answer('GET', '/me', 200, 'hello', { 'content-type': 'text/plain' })).toMatch(/is text\/plain/);
+      const notAllowed = { error: { code: 'method_not_allowed', message: 'no' } };
+      expect(answer('POST', '/me', 405, notAllowed, { allow: 'GET' })).toMatch(/Allow "GET"/);
+      expect(answer('POST', '/me', 400, notFound)).toMatch(/not in the document, yet answered 400/);
+      expect(answer('GET', '/no/such/path', 200, {})).toMatch(/answered 200 on a path the document does not have/);
     });
   });
 

@@ -36,10 +36,14 @@ interface Operation {
   requestBody?: { required?: boolean; content: Record<string, MediaType> };
   responses: Record<string, ResponseObject>;
 }
-interface OpenApiDocument {
+export interface OpenApiDocument {
   servers: { url: string }[];
   paths: Record<string, Record<string, Operation>>;
 }
+
+/** What the check reads of a request and its answer (Express's objects, or a test's stand-ins). */
+export type AnswerRequest = Pick<Request, 'method' | 'originalUrl' | 'body' | 'query'>;
+export type AnswerResponse = Pick<Response, 'statusCode' | 'getHeader'>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 /** Served under the API prefix, but pages and the document itself rather than operations. */
@@ -122,16 +126,24 @@ export class OpenApiContract {
     }) as Response['end'];
     const testName = expect.getState().currentTestName ?? '(outside a test)';
     res.once('finish', () => {
-      try {
-        this.check(req, res, relative, Buffer.concat(chunks).toString('utf8'));
-      } catch (error) {
-        this.violations.push(`[${testName}] ${req.method} ${url}: ${(error as Error).message}`);
-      }
+      const violation = this.verdict(req, res, Buffer.concat(chunks).toString('utf8'));
+      if (violation) this.violations.push(`[${testName}] ${req.method} ${url}: ${violation}`);
     });
     next();
   };
 
-  private check(req: Request, res: Response, relative: string, text: string): void {
+  /** What is wrong with one answer of the API (a request under the prefix), or undefined when nothing is. */
+  verdict(req: AnswerRequest, res: AnswerResponse, text: string): string | undefined {
+    const relative = req.originalUrl.split('?')[0].slice(this.prefix.length) || '/';
+    try {
+      this.check(req, res, relative, text);
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  private check(req: AnswerRequest, res: AnswerResponse, relative: string, text: string): void {
     const template = this.templates.find((t) => t.pattern.test(relative));
     const status = String(res.statusCode);
     // A HEAD answer has the status and headers of the GET, and no body to check.
@@ -179,7 +191,7 @@ export class OpenApiContract {
   }
 
   /** A request the service accepted must be one the document accepts. */
-  private checkRequest(req: Request, path: string, method: string, operation: Operation): void {
+  private checkRequest(req: AnswerRequest, path: string, method: string, operation: Operation): void {
     const name = `${req.method} ${path}`;
     const json = operation.requestBody?.content['application/json'];
     if (json?.schema && req.body !== undefined) {
@@ -210,7 +222,7 @@ export class OpenApiContract {
     });
   }
 
-  private checkNotAllowed(req: Request, res: Response, path: string, text: string | undefined): void {
+  private checkNotAllowed(req: AnswerRequest, res: AnswerResponse, path: string, text: string | undefined): void {
     const name = `${req.method} ${path}`;
     if (res.statusCode !== 405)
       return this.fail(`${name} is not in the document, yet answered ${res.statusCode}: ${text}`);
@@ -226,7 +238,7 @@ export class OpenApiContract {
     this.validateBody(pointer('components', 'schemas', 'MethodNotAllowedError'), res, text, `${name} 405`);
   }
 
-  private validateBody(schemaAt: string, res: Response, text: string | undefined, what: string): void {
+  private validateBody(schemaAt: string, res: AnswerResponse, text: string | undefined, what: string): void {
     if (text === undefined) return;
     const mediaType = String(res.getHeader('content-type') ?? '')
       .split(';')[0]
