@@ -48,9 +48,9 @@ function addCommonErrors(document: OpenAPIObject): void {
 }
 
 /**
- * DESIGN 3: a webhook has no update, and PUT or PATCH on one is the 405 a client most often meets; they
- * are documented as operations so a client (or one generated from the document) learns it. Answered by
- * the exception filter before any guard, so without a key too.
+ * DESIGN 3: a webhook has no update, and PUT or PATCH on one answers 405; documented as operations so a
+ * client (or one generated from the document) learns it. The exception filter answers them before any
+ * guard runs, so without a key too.
  */
 function addUnsupportedWebhookUpdates(document: OpenAPIObject): void {
   const item = document.paths['/webhooks/{webhookId}'];

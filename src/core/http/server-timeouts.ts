@@ -12,8 +12,8 @@ export function applyServerTimeouts(server: Server, { httpTimeouts }: AppConfig)
   server.requestTimeout = httpTimeouts.requestMs;
   server.keepAliveTimeout = httpTimeouts.keepAliveMs;
   // Late requests are found by a sweep every connectionsCheckingInterval (Node's default 30 s, on top of
-  // the timeout): a quarter of the shortest timeout, at most 1 s, so a cut comes close to its time.
-  // A createServer option that Node reads from the server when it starts listening (not in its typings).
+  // the timeout): here a quarter of the headers timeout, at most 1 s. A createServer option, which Node
+  // reads from the server when it starts listening; not in Node's typings as a property.
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
     1000,
     Math.max(25, Math.floor(httpTimeouts.headersMs / 4)),
