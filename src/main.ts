@@ -6,6 +6,7 @@ import { AppModule } from './app.module.js';
 import { setupApp } from './app.setup.js';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
 import { runMigrations } from './core/database/migrate.js';
+import { applyServerTimeouts } from './core/http/server-timeouts.js';
 import { exitOnSignals } from './core/shutdown.js';
 import { describeStartupFailure } from './core/startup-failure.js';
 import type { AppConfig } from './core/config/config.js';
@@ -27,6 +28,7 @@ async function bootstrap(config: AppConfig): Promise<void> {
     for (const line of describeDemoSeed(await seedDemo(app, config), config.port)) logger.log(line);
   }
   exitOnSignals(app, config, logger);
+  applyServerTimeouts(app.getHttpServer(), config);
   await app.listen(config.port);
   logger.log(`API listening on http://localhost:${config.port}/api/v1 (worker ${config.workerEnabled ? 'on' : 'off'})`);
   logger.log(`API reference: http://localhost:${config.port}/api/v1/docs`);

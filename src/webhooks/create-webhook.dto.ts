@@ -101,7 +101,7 @@ export class CreateWebhookDto {
   @Validate(NoCredentialsConstraint)
   url: string;
 
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: 'array',
     items: { type: 'string', enum: [...TRIGGER_TYPES] },
     minItems: 1,

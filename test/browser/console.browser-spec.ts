@@ -168,6 +168,30 @@ describe('console /console', () => {
     await page.getByRole('heading', { name: `Attempt ${FAST_MAX_ATTEMPTS + 1}` }).waitFor({ timeout: 10_000 });
   });
 
+  it('shows the response excerpt of an attempt failed for a body too large', async () => {
+    // Its own workspace and tab, so the other tests' counts of failed deliveries stay as they are.
+    const other = await createWorkspace(t, 'Excerpt workspace');
+    const calculator = await createCalculator(t, other.workspace.id, 'Quote calculator');
+    const proxyPage = await Receiver.start(() => ({ status: 200, body: 'START-' + 'a'.repeat(100_000) }));
+    try {
+      const otherApi = client(t, other.key);
+      await registerWebhook(otherApi, { url: proxyPage.url, name: 'Behind a proxy', calculators: [calculator.id] });
+      await submit(otherApi, calculator.id);
+      const tab = await openPage();
+      await signIn(tab, other.key);
+      await openDelivery(tab, 'Behind a proxy', 'failed');
+
+      const attempt = tab.getByRole('list', { name: 'Attempts' }).getByRole('listitem').first();
+      await expect(attempt.innerText()).resolves.toMatch(/Status code\s+200[\s\S]*Response body exceeds 65536 bytes/);
+      await attempt.getByText('Response excerpt').click();
+      const excerpt = await attempt.locator('pre').innerText();
+      expect(excerpt).toMatch(/^START-a+$/);
+      expect(excerpt).toHaveLength(2048);
+    } finally {
+      await proxyPage.close();
+    }
+  });
+
   it('filters a webhook’s deliveries by status', async () => {
     await page.goto(`${baseUrl}/console/#/webhooks/${failingWebhookId}`);
     const deliveries = page.getByRole('list', { name: 'Deliveries of this webhook' }).getByRole('listitem');

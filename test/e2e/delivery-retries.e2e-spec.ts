@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MAX_RESPONSE_BYTES, RESPONSE_EXCERPT_BYTES } from '../../src/delivery/engine/webhook-sender.js';
 import {
   ATTEMPT_KEYS,
@@ -196,6 +198,54 @@ describe('webhook delivery: failures and retries', () => {
       expect(tooBig.error).toMatch(/exceeds/);
       expect(ok).toMatchObject({ statusCode: 200, succeeded: true, responseBody: 'thanks' });
     });
+
+    it('keeps the first 2 KiB of a 2xx body too large to accept, on every attempt', async () => {
+      // A proxy's error page served as 200 looks like this: the excerpt is how its owner finds out.
+      const receiver = await startReceiver(() => ({ status: 200, body: 'START-' + 'a'.repeat(100_000) }));
+      const { delivery } = await deliverTo(receiver);
+
+      expect(delivery).toMatchObject({ status: 'failed', attemptCount: FAST_MAX_ATTEMPTS, lastStatusCode: 200 });
+      for (const attempt of delivery.attempts) {
+        expect(attempt).toMatchObject({
+          statusCode: 200,
+          succeeded: false,
+          error: `Response body exceeds ${MAX_RESPONSE_BYTES} bytes`,
+        });
+        expect(attempt.responseBody!.startsWith('START-')).toBe(true);
+        expect(attempt.responseBody).toHaveLength(RESPONSE_EXCERPT_BYTES);
+        expect(Buffer.byteLength(attempt.responseBody!, 'utf8')).toBe(RESPONSE_EXCERPT_BYTES);
+      }
+    });
+
+    it('keeps what it read of a body that stalls until the attempt times out', async () => {
+      const stalling = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+          res.write('first bytes, then nothing');
+        });
+      });
+      await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/hook`;
+        const { api, calculator, webhook } = await setupWebhook(t, url);
+        await submit(api, calculator.id);
+        const delivery = await waitForEndedDelivery(api, webhook.id, 15_000);
+
+        expect(delivery).toMatchObject({ status: 'failed', attemptCount: FAST_MAX_ATTEMPTS });
+        for (const attempt of delivery.attempts) {
+          expect(attempt).toMatchObject({
+            statusCode: 200,
+            succeeded: false,
+            responseBody: 'first bytes, then nothing',
+            error: `Timed out after ${t.config.deliveryTimeoutMs} ms`,
+          });
+        }
+      } finally {
+        stalling.closeAllConnections();
+        await new Promise((resolve) => stalling.close(resolve));
+      }
+    }, 20_000);
 
     it('stores at most 2 KiB even when the cut falls inside a character', async () => {
       const receiver = await startReceiver(() => ({ status: 200, body: 'a' + '€'.repeat(1000) }));

@@ -12,9 +12,11 @@ import { CalculatorsService } from '../../src/calculators/calculators.service.js
 import type { CalculatorEntity } from '../../src/calculators/calculator.entity.js';
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
+import { applyServerTimeouts } from '../../src/core/http/server-timeouts.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { MAINTENANCE_QUEUE } from '../../src/scheduling/scheduled-job.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
+import { watchContract } from './openapi-contract.js';
 import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
 export const PG_BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
@@ -77,11 +79,11 @@ export async function clearTestQueue(config: AppConfig): Promise<void> {
         maxRetriesPerRequest: 1,
         retryStrategy: () => null,
       },
-    prefix: config.queuePrefix,
-  });
-  queue.on('error', () => undefined);
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close().catch(() => undefined);
+      prefix: config.queuePrefix,
+    });
+    queue.on('error', () => undefined);
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close().catch(() => undefined);
   }
 }
 
@@ -92,8 +94,11 @@ export async function createTestApp(
   const config = await createTestDatabaseConfig(overrides);
   const moduleRef = await customize(Test.createTestingModule({ imports: [AppModule.forRoot(config)] })).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  const contract = watchContract(app); // every answer of the API checked against its OpenAPI document
   setupApp(app);
+  applyServerTimeouts(app.getHttpServer(), config);
   await app.init();
+  await contract.load();
   return {
     app,
     config,
@@ -111,8 +116,11 @@ export async function createTestApp(
 export async function createReplica(t: TestApp): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  const contract = watchContract(app);
   setupApp(app);
+  applyServerTimeouts(app.getHttpServer(), t.config);
   await app.init();
+  await contract.load();
   return app;
 }
 

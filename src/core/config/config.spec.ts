@@ -17,6 +17,14 @@ describe('loadConfig', () => {
     expect(config.seedDemo).toBe(false);
   });
 
+  it('bounds slow clients by default: 10 s for the headers, 30 s for the request, 5 s idle keep-alive', () => {
+    expect(loadConfig({}).httpTimeouts).toEqual({ headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 });
+    expect(
+      loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '500', HTTP_REQUEST_TIMEOUT_MS: '500', HTTP_KEEP_ALIVE_TIMEOUT_MS: '100' })
+        .httpTimeouts,
+    ).toEqual({ headersMs: 500, requestMs: 500, keepAliveMs: 100 });
+  });
+
   it('parses the retry schedule units', () => {
     expect(loadConfig({ DELIVERY_RETRY_SCHEDULE: '100ms, 2s,3m,1h,7' }).retryScheduleMs).toEqual([
       100, 2000, 180000, 3600000, 7,
@@ -57,6 +65,10 @@ describe('loadConfig', () => {
     ['QUEUE_PREFIX', '{half'],
     ['DATABASE_POOL_SIZE', '1'],
     ['DELIVERY_BREAKER_THRESHOLD', '-1'],
+    ['HTTP_HEADERS_TIMEOUT_MS', '0'],
+    ['HTTP_REQUEST_TIMEOUT_MS', '2h'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '-5'],
+    ['HTTP_HEADERS_TIMEOUT_MS', '40000'], // longer than the request's 30 s
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));

@@ -37,6 +37,18 @@ export class EnvironmentVariables {
   @IntRange(0, 65535)
   PORT = 3000;
 
+  @Transform(int)
+  @IntRange(100, 600000)
+  HTTP_HEADERS_TIMEOUT_MS = 10000;
+
+  @Transform(int)
+  @IntRange(100, 3600000)
+  HTTP_REQUEST_TIMEOUT_MS = 30000;
+
+  @Transform(int)
+  @IntRange(100, 600000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS = 5000;
+
   @Transform(bool)
   @IsBoolean()
   MIGRATIONS_RUN = true;
@@ -144,6 +156,11 @@ export interface AppConfig {
   redisUrl: string;
   queuePrefix: string;
   port: number;
+  /**
+   * The api server's limits on a client (DESIGN 3, slow clients): all headers within `headersMs`, the whole
+   * request within `requestMs` (408 otherwise), and an idle kept-alive connection closed after `keepAliveMs`.
+   */
+  httpTimeouts: { headersMs: number; requestMs: number; keepAliveMs: number };
   migrationsRun: boolean;
   workerEnabled: boolean;
   workerConcurrency: number;
@@ -220,6 +237,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`);
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
+  if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+    // Node refuses this pair at createServer: the headers are part of the request.
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS: must not be greater than HTTP_REQUEST_TIMEOUT_MS');
+  }
   const devLike = env.NODE_ENV !== 'production';
   return {
     env: env.NODE_ENV,
@@ -227,6 +248,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     redisUrl: env.REDIS_URL,
     queuePrefix: env.QUEUE_PREFIX,
     port: env.PORT,
+    httpTimeouts: {
+      headersMs: env.HTTP_HEADERS_TIMEOUT_MS,
+      requestMs: env.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
     migrationsRun: env.MIGRATIONS_RUN,
     workerEnabled: env.WORKER_ENABLED,
     workerConcurrency: env.WORKER_CONCURRENCY,

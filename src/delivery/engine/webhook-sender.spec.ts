@@ -129,12 +129,21 @@ describe('WebhookSender', () => {
       expect(result.responseExcerpt).toMatch(/^xé+$/);
     });
 
-    it('fails a 2xx whose body exceeds 64 KiB', async () => {
-      receiver.behaviour = () => ({ status: 200, body: 'x'.repeat(MAX_RESPONSE_BYTES + 1) });
+    it('fails a 2xx whose body exceeds 64 KiB, keeping the first 2 KiB it read', async () => {
+      receiver.behaviour = () => ({ status: 200, body: 'START-' + 'a'.repeat(100_000) });
       const result = await sender(true).send(receiver.url, '{}', {});
       expect(result.ok).toBe(false);
       expect(result.statusCode).toBe(200);
+      expect(result.error).toBe(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`);
+      expect(result.responseExcerpt).toBe('START-' + 'a'.repeat(RESPONSE_EXCERPT_BYTES - 6));
+    });
+
+    it('keeps the excerpt of a too-large body cut on a character boundary', async () => {
+      receiver.behaviour = () => ({ status: 200, body: 'x' + '€'.repeat(30_000) });
+      const result = await sender(true).send(receiver.url, '{}', {});
       expect(result.error).toMatch(/exceeds/);
+      // 1 + 682 * 3 = 2047 bytes: the 683rd euro sign would cross the 2 KiB mark.
+      expect(result.responseExcerpt).toBe('x' + '€'.repeat(682));
     });
 
     it('accepts a 2xx whose body is exactly 64 KiB', async () => {
@@ -171,11 +180,28 @@ describe('WebhookSender', () => {
       try {
         const { port: stallingPort } = stalling.address() as AddressInfo;
         const result = await sender(true).send(`http://127.0.0.1:${stallingPort}/hook`, '{}', {});
-        expect(result.ok).toBe(false);
+        expect(result).toMatchObject({ ok: false, statusCode: 200, responseExcerpt: 'partial' });
         expect(result.error).toMatch(/Timed out/);
       } finally {
         stalling.closeAllConnections();
         await new Promise((resolve) => stalling.close(resolve));
+      }
+    });
+
+    it('keeps what it read of a body cut off by a reset', async () => {
+      const cutting = http.createServer((_req, res) => {
+        res.writeHead(502, { 'content-length': '1000' });
+        res.write('<html>Bad gateway', () => res.socket?.destroy());
+      });
+      await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: cuttingPort } = cutting.address() as AddressInfo;
+        const result = await sender(true).send(`http://127.0.0.1:${cuttingPort}/hook`, '{}', {});
+        expect(result).toMatchObject({ ok: false, statusCode: 502, responseExcerpt: '<html>Bad gateway' });
+        expect(result.error).toBeTruthy();
+      } finally {
+        cutting.closeAllConnections();
+        await new Promise((resolve) => cutting.close(resolve));
       }
     });
 
@@ -242,7 +268,7 @@ describe('WebhookSender', () => {
 
     it('refuses a receiver whose TLS certificate does not verify, and sends nothing', async () => {
       // A self-signed test certificate (test/support/tls): no CA the sender trusts vouches for it.
-      const dir = new URL('../../test/support/tls/', import.meta.url);
+      const dir = new URL('../../../test/support/tls/', import.meta.url);
       let requests = 0;
       const tlsServer = https.createServer(
         {

@@ -13,7 +13,7 @@ export const USER_AGENT = 'CalcWebhooks/1.0 (+https://github.com/calc-webhooks)'
 export interface SendResult {
   ok: boolean;
   statusCode: number | null;
-  /** The first 2 KiB of the response body. */
+  /** The first 2 KiB of the response body, as much as was read: a failed attempt keeps it too. */
   responseExcerpt: string | null;
   retryAfter: string | undefined;
   error: string | null;
@@ -251,8 +251,10 @@ export class WebhookSender implements OnModuleDestroy {
       let settled = false;
       let sent = false;
       let controller: Dispatcher.DispatchController | undefined;
-      const chunks: Buffer[] = [];
+      // Only the excerpt's bytes are kept; the rest of the body is counted against the limit and dropped.
+      const head: Buffer[] = [];
       let size = 0;
+      const excerpt = () => excerptOf(Buffer.concat(head));
       const markSent = () => {
         if (sent) return;
         sent = true;
@@ -267,10 +269,10 @@ export class WebhookSender implements OnModuleDestroy {
         else this.discard(pooled);
         resolve({ ...result, durationMs: Math.round(performance.now() - started) });
       };
-      // Before the answer: a failure of the attempt as a whole. After it: the status, without a body.
+      // Before the answer: a failure of the attempt as a whole. After it: the status and the body read so far.
       const fail = (error: unknown) => {
         if (statusCode === null) finish(failure(error, 0), false);
-        else finish({ ok: false, statusCode, responseExcerpt: null, retryAfter, error: describe(error) }, false);
+        else finish({ ok: false, statusCode, responseExcerpt: excerpt(), retryAfter, error: describe(error) }, false);
         controller?.abort(error as Error);
       };
       const timer = setTimeout(() => fail(new TimeoutError(`Timed out after ${ms} ms`)), ms);
@@ -295,17 +297,15 @@ export class WebhookSender implements OnModuleDestroy {
               if (/\bclose\b/i.test(String(responseHeaders.connection ?? ''))) reusable = false;
             },
             onResponseData: (_c, chunk) => {
+              const before = size;
               size += chunk.length;
+              if (before < RESPONSE_EXCERPT_BYTES) head.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - before));
               if (size > MAX_RESPONSE_BYTES)
                 fail(new ResponseTooLargeError(`Response body exceeds ${MAX_RESPONSE_BYTES} bytes`));
-              else chunks.push(chunk);
             },
             onResponseEnd: () => {
               const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
-              finish(
-                { ok, statusCode, responseExcerpt: excerptOf(Buffer.concat(chunks)), retryAfter, error: null },
-                true,
-              );
+              finish({ ok, statusCode, responseExcerpt: excerpt(), retryAfter, error: null }, true);
             },
             onResponseError: (_c, error) => fail(error),
           },

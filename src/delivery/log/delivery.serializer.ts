@@ -76,7 +76,13 @@ export class DeliveryAttemptResponse {
   @ApiProperty()
   succeeded: boolean;
 
-  @ApiProperty({ type: 'string', nullable: true, description: 'Start of the response body' })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description:
+      'The first 2 KiB of the response body that arrived (whole UTF-8 characters), on every outcome: a failed ' +
+      'attempt keeps it too (a body over 64 KiB, or one cut by the timeout). Null when no answer arrived.',
+  })
   responseBody: string | null;
 
   @ApiProperty({ type: 'string', nullable: true })

@@ -43,16 +43,16 @@ export class RecoveryRunner {
   /** One batch of each running recovery in turn, until none has more to do now or `signal` is aborted. */
   @ScheduledJob({ name: 'run-recoveries', every: (config) => Math.min(RUN_EVERY_MS, config.sweepIntervalMs) })
   async runOnce(signal?: AbortSignal): Promise<void> {
-      let progressed = true;
+    let progressed = true;
     while (progressed && !signal?.aborted) {
-        progressed = false;
-        const ids = await this.runningIds();
-        for (const id of ids) {
+      progressed = false;
+      const ids = await this.runningIds();
+      for (const id of ids) {
         if (signal?.aborted) break;
-          if ((await this.batch(id)) === 'more') progressed = true;
-        }
-        if (progressed) await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+        if ((await this.batch(id)) === 'more') progressed = true;
       }
+      if (progressed) await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+    }
   }
 
   private async runningIds(): Promise<string[]> {
