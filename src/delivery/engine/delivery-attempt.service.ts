@@ -6,10 +6,14 @@ import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
 import { AttemptClaims, type AttemptContext } from '../store/attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { AttemptRecords } from '../store/attempt-records.js';
+import { DeliveryStore } from '../store/delivery-store.js';
 import { buildPayload } from '../delivery-payload.js';
 import type { DeliverJobData } from '../delivery-queue.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
+
+// Each try takes another connection: a pool of stale kept-alive ones empties after a few.
+const MAX_UNSENT_TRIES = 3;
 
 /** What one run of a job came to; `busy`: another worker is attempting it, so look again later. */
 export type RunResult =
@@ -29,10 +33,23 @@ export class DeliveryAttemptService {
     private readonly claims: AttemptClaims,
     private readonly records: AttemptRecords,
     private readonly metrics: DeliveryMetrics,
+    private readonly store: DeliveryStore,
   ) {}
 
-  async run({ deliveryId, trigger, url }: DeliverJobData): Promise<RunResult> {
-    if (!isCuid2(deliveryId)) return { status: 'skipped' };
+  async run(job: DeliverJobData): Promise<RunResult> {
+    if (!isCuid2(job.deliveryId)) return { status: 'skipped' };
+    // A kept-alive connection found closed before anything went out made no attempt: again, on a new one.
+    for (let tries = 1; ; tries++) {
+      const result = await this.attempt(job, tries < MAX_UNSENT_TRIES);
+      if (result !== 'unsent') return result;
+    }
+  }
+
+  /** One claim and send; 'unsent' (the lease given back, nothing recorded) when `mayRetry` and nothing went out. */
+  private async attempt(
+    { deliveryId, trigger, url }: DeliverJobData,
+    mayRetry: boolean,
+  ): Promise<RunResult | 'unsent'> {
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
     const connection = await this.sender.connect(url);
     const claim = await this.claims.claim(deliveryId).catch((error: unknown) => {
@@ -53,6 +70,10 @@ export class DeliveryAttemptService {
     } else {
       claim.written();
       result = connection.result;
+    }
+    if (result.unsent && mayRetry) {
+      await this.store.releaseLease(deliveryId);
+      return 'unsent';
     }
     return this.record(deliveryId, trigger, claim.context, startedAt, result);
   }

@@ -266,6 +266,40 @@ describe('WebhookSender', () => {
       }
     });
 
+    it('says nothing went out when a kept-alive connection closed between connect and write', async () => {
+      // The server's idle timeout closes the kept connection while the claim runs: no attempt was made.
+      let requests = 0;
+      let closed = 0;
+      const server = http.createServer((req, res) => {
+        requests++;
+        req.resume();
+        req.on('end', () => res.end('ok'));
+      });
+      server.keepAliveTimeout = 50;
+      server.on('connection', (socket) => socket.on('close', () => closed++));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+        const s = sender(true);
+        expect(await s.send(url, '{}', {})).toMatchObject({ ok: true });
+        const connection = await s.connect(url); // the kept-alive one
+        expect(connection.ok).toBe(true);
+        if (!connection.ok) return;
+        await waitFor(() => closed === 1, 5_000, 'the server to close the idle connection');
+        let written = false;
+        const result = await connection.send({ body: '{}', headers: {} }, () => (written = true));
+        expect(result).toMatchObject({ ok: false, statusCode: null, unsent: true });
+        expect(written).toBe(true);
+        expect(requests).toBe(1);
+        // A new connection sends it.
+        expect(await s.send(url, '{}', {})).toMatchObject({ ok: true });
+        expect(requests).toBe(2);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+
     it('refuses a receiver whose TLS certificate does not verify, and sends nothing', async () => {
       // A self-signed test certificate (test/support/tls): no CA the sender trusts vouches for it.
       const dir = new URL('../../../test/support/tls/', import.meta.url);

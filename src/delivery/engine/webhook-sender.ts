@@ -20,6 +20,8 @@ export interface SendResult {
   durationMs: number;
   /** The SSRF guard refused the destination: retrying would be refused again. */
   refused?: true;
+  /** A kept-alive connection closed before the request went out: no attempt was made. */
+  unsent?: true;
 }
 
 export interface Outgoing {
@@ -243,6 +245,7 @@ export class WebhookSender implements OnModuleDestroy {
   ): Promise<SendResult> {
     const started = performance.now();
     const ms = this.config.deliveryTimeoutMs;
+    const reused = pooled.used;
     pooled.used = true;
     return new Promise((resolve) => {
       let statusCode: number | null = null;
@@ -269,14 +272,19 @@ export class WebhookSender implements OnModuleDestroy {
         else this.discard(pooled);
         resolve({ ...result, durationMs: Math.round(performance.now() - started) });
       };
-      // Before the answer: a failure of the attempt as a whole. After it: the status and the body read so far.
+      // Before the answer: a failure of the attempt as a whole, or none at all when a kept-alive connection
+      // was found closed before the request went out. After it: the status and the body read so far.
       const fail = (error: unknown) => {
-        if (statusCode === null) finish(failure(error, 0), false);
+        if (statusCode === null && reused && !sent && !(error instanceof TimeoutError)) {
+          finish({ ...failure(error, 0), unsent: true }, false);
+        } else if (statusCode === null) finish(failure(error, 0), false);
         else finish({ ok: false, statusCode, responseExcerpt: excerpt(), retryAfter, error: describe(error) }, false);
         controller?.abort(error as Error);
       };
       const timer = setTimeout(() => fail(new TimeoutError(`Timed out after ${ms} ms`)), ms);
       if (earlier) return fail(earlier); // the socket failed while the claim ran: nothing is written
+      // Closed while the claim ran (its idle timeout, the server's): undici would refuse the dispatch.
+      if (!this.all.has(pooled)) return fail(new Error('Connection closed before the request was written'));
       try {
         pooled.client.dispatch(
           {

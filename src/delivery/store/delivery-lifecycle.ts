@@ -10,6 +10,7 @@ import type { DeliveryStatus } from '../delivery.entity.js';
  *   pending -> cancelled | skipped         claim     its webhook was removed | disabled meanwhile
  *   in flight -> succeeded | failed        record    the attempt's outcome
  *   in flight -> pending                   record    failed, retried at next_attempt_at
+ *   in flight -> pending                   release   nothing went out (a kept-alive connection had closed)
  *   pending -> cancelled                   cancel    DELETE /webhooks/{id}
  *   pending -> skipped                     skip      the webhook disabled, by hand or automatically
  *   ended -> pending, pending -> due now   retry     POST .../deliveries/{id}/retry
@@ -21,6 +22,7 @@ export const TRANSITIONS = {
   claim: { from: ['pending'], to: ['pending', 'cancelled', 'skipped'] },
   // A delivery cancelled or skipped while its request was out keeps that status unless the attempt ended it.
   record: { from: ['pending', 'cancelled', 'skipped'], to: ['succeeded', 'failed', 'pending'] },
+  release: { from: ['pending'], to: ['pending'] },
   cancel: { from: ['pending'], to: ['cancelled'] },
   skip: { from: ['pending'], to: ['skipped'] },
   retry: { from: ['pending', 'succeeded', 'failed', 'skipped'], to: ['pending'] },

@@ -118,6 +118,12 @@ export const ATTEMPT_RECORD = prepared(
   'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
 );
 
+/** A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made. */
+export const RELEASE_LEASE = prepared(
+  'delivery_release_lease',
+  `UPDATE deliveries SET lease_until = NULL WHERE id = $1 AND status IN (${list(TRANSITIONS.release.from)})`,
+);
+
 // --- cancel and skip: DELETE and disable of a webhook ---
 
 /**

@@ -11,6 +11,7 @@ import {
   OLDEST_PENDING_AGE,
   OVERDUE_PAGE,
   RECOVER,
+  RELEASE_LEASE,
   RETRY_ENDED,
   RETRY_PENDING_NOW,
   SUBMISSION_WITH_OUTBOX,
@@ -98,6 +99,11 @@ export class DeliveryStore {
       new Date(),
     ]);
     return row ?? null;
+  }
+
+  /** release: gives back a claim whose request never went out, so the next try claims it at once. */
+  async releaseLease(deliveryId: string): Promise<void> {
+    await executePrepared(this.dataSource, RELEASE_LEASE, [deliveryId]);
   }
 
   /**
