@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { SubmissionEntity } from '../submissions/submission.entity.js';
+import { WebhookCalculatorEntity } from '../webhooks/webhook.entity.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DeliveriesController } from './log/deliveries.controller.js';
@@ -16,7 +18,13 @@ import { WorkspaceDeliveriesController } from './log/workspace-deliveries.contro
 /** The API side of delivery: the delivery logs, manual redelivery, test events and recovery. */
 @Module({
   imports: [
-    TypeOrmModule.forFeature([DeliveryEntity, DeliveryAttemptEntity, RecoveryEntity]),
+    TypeOrmModule.forFeature([
+      DeliveryEntity,
+      DeliveryAttemptEntity,
+      RecoveryEntity,
+      SubmissionEntity,
+      WebhookCalculatorEntity,
+    ]),
     DeliveryQueueModule,
     DeliveryStoreModule,
     WebhooksModule,

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, IsNull, Repository } from 'typeorm';
+import { InjectRepository } from '@nestjs/typeorm';
+import { IsNull, Repository } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { DeliveryEntity } from '../delivery/delivery.entity.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { WebhookEntity } from './webhook.entity.js';
 import { serializeWebhookHealth, type WebhookHealth } from './webhook.serializer.js';
@@ -18,7 +17,6 @@ import { WebhooksService } from './webhooks.service.js';
 @Injectable()
 export class WebhookHealthService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(WebhookEntity) private readonly webhookRepository: Repository<WebhookEntity>,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
@@ -50,9 +48,7 @@ export class WebhookHealthService {
   }
 
   private async healthOf(webhook: WebhookEntity): Promise<WebhookHealth> {
-    const pending = await this.dataSource
-      .getRepository(DeliveryEntity)
-      .countBy({ webhookId: webhook.id, status: 'pending' });
+    const pending = await this.store.countPending(webhook.id);
     return serializeWebhookHealth(webhook, pending);
   }
 }

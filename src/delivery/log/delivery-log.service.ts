@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
 import { ApiError } from '../../core/http/api-error.js';
 import { isCuid2 } from '../../core/ids.js';
 import { SubmissionEntity } from '../../submissions/submission.entity.js';
@@ -22,7 +22,9 @@ export interface DeliveryDetail {
 @Injectable()
 export class DeliveryLogService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DeliveryEntity) private readonly deliveries: Repository<DeliveryEntity>,
+    @InjectRepository(DeliveryAttemptEntity) private readonly attempts: Repository<DeliveryAttemptEntity>,
+    @InjectRepository(SubmissionEntity) private readonly submissions: Repository<SubmissionEntity>,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
@@ -30,7 +32,7 @@ export class DeliveryLogService {
 
   async list(workspaceId: string, webhookId: string, filter: ListWebhookDeliveriesQuery): Promise<DeliveryEntity[]> {
     await this.webhooks.get(workspaceId, webhookId);
-    return this.dataSource.getRepository(DeliveryEntity).find({
+    return this.deliveries.find({
       where: { webhookId, workspaceId, ...(filter.status ? { status: filter.status } : {}) },
       order: { createdAt: 'DESC', id: 'DESC' },
       take: filter.limit,
@@ -51,10 +53,7 @@ export class DeliveryLogService {
     workspaceId: string,
     filter: WorkspaceLogFilter,
   ): Promise<{ deliveries: DeliveryEntity[]; nextCursor: string | null }> {
-    const query = this.dataSource
-      .getRepository(DeliveryEntity)
-      .createQueryBuilder('d')
-      .where('d.workspace_id = :workspaceId', { workspaceId });
+    const query = this.deliveries.createQueryBuilder('d').where('d.workspace_id = :workspaceId', { workspaceId });
     if (filter.status) query.andWhere('d.status = :status', { status: filter.status });
     if (filter.webhookId) query.andWhere('d.webhook_id = :webhookId', { webhookId: filter.webhookId });
     if (filter.calculatorId) query.andWhere('d.calculator_id = :calculatorId', { calculatorId: filter.calculatorId });
@@ -82,12 +81,8 @@ export class DeliveryLogService {
 
   private async detail(delivery: DeliveryEntity): Promise<DeliveryDetail> {
     const [attempts, submission] = await Promise.all([
-      this.dataSource
-        .getRepository(DeliveryAttemptEntity)
-        .find({ where: { deliveryId: delivery.id }, order: { attemptNumber: 'ASC', startedAt: 'ASC' } }),
-      delivery.submissionId === null
-        ? null
-        : this.dataSource.getRepository(SubmissionEntity).findOneByOrFail({ id: delivery.submissionId }),
+      this.attempts.find({ where: { deliveryId: delivery.id }, order: { attemptNumber: 'ASC', startedAt: 'ASC' } }),
+      delivery.submissionId === null ? null : this.submissions.findOneByOrFail({ id: delivery.submissionId }),
     ]);
     // A test delivery (DESIGN 7.4) carries its sample submission instead of a stored one.
     const payload = submission
@@ -122,9 +117,11 @@ export class DeliveryLogService {
   ): Promise<DeliveryEntity> {
     // Only a CUID2 can be a delivery id; anything else (a NUL byte would make Postgres fail) is unknown.
     if (!isCuid2(deliveryId)) throw ApiError.notFound(`Delivery ${deliveryId} not found`);
-    const delivery = await this.dataSource
-      .getRepository(DeliveryEntity)
-      .findOneBy({ id: deliveryId, workspaceId, ...(webhookId ? { webhookId } : {}) });
+    const delivery = await this.deliveries.findOneBy({
+      id: deliveryId,
+      workspaceId,
+      ...(webhookId ? { webhookId } : {}),
+    });
     if (!delivery) throw ApiError.notFound(`Delivery ${deliveryId} not found`);
     return delivery;
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { ApiError } from '../../core/http/api-error.js';
@@ -23,6 +23,7 @@ export type RecoverOutcome = { dryRun: true; matched: number } | { dryRun: false
 export class RecoveriesService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(RecoveryEntity) private readonly recoveries: Repository<RecoveryEntity>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: WebhooksService,
   ) {}
@@ -68,9 +69,7 @@ export class RecoveriesService {
   async get(workspaceId: string, webhookId: string, recoveryId: string): Promise<RecoveryEntity> {
     await this.webhooks.get(workspaceId, webhookId);
     if (!isCuid2(recoveryId)) throw ApiError.notFound(`Recovery ${recoveryId} not found`);
-    const recovery = await this.dataSource
-      .getRepository(RecoveryEntity)
-      .findOneBy({ id: recoveryId, webhookId, workspaceId });
+    const recovery = await this.recoveries.findOneBy({ id: recoveryId, webhookId, workspaceId });
     if (!recovery) throw ApiError.notFound(`Recovery ${recoveryId} not found`);
     return recovery;
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { ScheduledJob } from '../../scheduling/scheduled-job.js';
@@ -35,6 +35,7 @@ export class RecoveryRunner {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(RecoveryEntity) private readonly recoveries: Repository<RecoveryEntity>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
@@ -56,9 +57,12 @@ export class RecoveryRunner {
   }
 
   private async runningIds(): Promise<string[]> {
-    const rows = await this.dataSource
-      .getRepository(RecoveryEntity)
-      .find({ select: { id: true }, where: { status: 'running' }, order: { createdAt: 'ASC' }, take: 100 });
+    const rows = await this.recoveries.find({
+      select: { id: true },
+      where: { status: 'running' },
+      order: { createdAt: 'ASC' },
+      take: 100,
+    });
     return rows.map((r) => r.id);
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import { executePrepared, queryPrepared } from '../../core/database/prepared.js';
 import type { DeliveryJobs } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
@@ -55,7 +55,10 @@ export interface OverdueDelivery {
  */
 @Injectable()
 export class DeliveryStore {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DeliveryEntity) private readonly deliveries: Repository<DeliveryEntity>,
+  ) {}
 
   /** create: the submission, its calculator's counters and one outbox row per bound webhook, atomically. */
   async createForSubmission(s: SubmissionWithOutbox): Promise<OutboxWritten> {
@@ -153,6 +156,11 @@ export class DeliveryStore {
       after.id,
       limit,
     ]);
+  }
+
+  /** How many of the webhook's deliveries are pending (its health). */
+  countPending(webhookId: string): Promise<number> {
+    return this.deliveries.countBy({ webhookId, status: 'pending' });
   }
 
   /** Seconds the oldest pending delivery has been due, on the database's clock (0 when none is). */

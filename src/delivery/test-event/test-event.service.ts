@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, type Repository } from 'typeorm';
 import { CalculatorEntity } from '../../calculators/calculator.entity.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
@@ -26,6 +26,8 @@ const SAMPLE_ANSWERS = { name: 'Jane Doe', email: 'jane.doe@example.com', quanti
 export class TestEventService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DeliveryEntity) private readonly deliveries: Repository<DeliveryEntity>,
+    @InjectRepository(WebhookCalculatorEntity) private readonly bindings: Repository<WebhookCalculatorEntity>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
@@ -72,13 +74,13 @@ export class TestEventService {
       });
     });
     await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId }]);
-    return this.dataSource.getRepository(DeliveryEntity).findOneByOrFail({ id: delivery.id });
+    return this.deliveries.findOneByOrFail({ id: delivery.id });
   }
 
   /** One of the webhook's calculators: a live one when there is one. */
   private async sampleCalculator(webhookId: string): Promise<string> {
-    const bound = await this.dataSource
-      .createQueryBuilder(WebhookCalculatorEntity, 'wc')
+    const bound = await this.bindings
+      .createQueryBuilder('wc')
       .innerJoin(CalculatorEntity, 'c', 'c.id = wc.calculatorId')
       .select('wc.calculatorId', 'id')
       .where('wc.webhookId = :webhookId', { webhookId })
