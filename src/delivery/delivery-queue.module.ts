@@ -4,8 +4,9 @@ import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { RedisClients, RedisModule } from '../core/redis/redis.module.js';
 import { DELIVERY_QUEUE, DeliveryQueue } from './delivery-queue.js';
+import { HostStates } from './host-state.js';
 
-/** The BullMQ connection and the delivery queue, shared by the api, the worker and the CLI. */
+/** The BullMQ connection and the delivery queue, shared by the api, the worker and the CLI; and hosts' admission state to read. */
 @Module({
   imports: [
     RedisModule,
@@ -20,7 +21,7 @@ import { DELIVERY_QUEUE, DeliveryQueue } from './delivery-queue.js';
     }),
     BullModule.registerQueue({ name: DELIVERY_QUEUE }),
   ],
-  providers: [DeliveryQueue],
-  exports: [DeliveryQueue, BullModule],
+  providers: [DeliveryQueue, HostStates],
+  exports: [DeliveryQueue, HostStates, BullModule],
 })
 export class DeliveryQueueModule {}

@@ -38,6 +38,7 @@ export interface OutboxWritten {
   bound: number;
   delivery_ids: string[];
   urls: string[];
+  webhook_ids: string[];
 }
 
 export interface OverdueDelivery {
@@ -45,6 +46,7 @@ export interface OverdueDelivery {
   nextAttemptAt: Date;
   url: string;
   workspaceId: string;
+  webhookId: string;
 }
 
 /**
