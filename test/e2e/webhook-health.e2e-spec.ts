@@ -20,6 +20,7 @@ const HEALTH_KEYS = [
   'consecutiveFailures',
   'disabledAt',
   'disabledReason',
+  'host',
   'lastAttemptAt',
   'lastError',
   'lastSuccessAt',
