@@ -1,7 +1,8 @@
 /**
  * The next concurrency limit of a host, from one window of what its attempts showed.
  *
- * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise.
+ * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise. A
+ * window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round trip.
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit.
