@@ -49,7 +49,6 @@ const settings = {
   latencyRate: envInt('BENCH_LATENCY_RATE', 300),
   latencyDurationSec: envInt('BENCH_LATENCY_DURATION', 10),
   workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null), // null: the service's default
-  maxInFlightPerDestination: envInt('BENCH_MAX_IN_FLIGHT', 1000),
   logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
   rateLimitPerMinute: envInt('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
   profile: process.env.BENCH_PROFILE === '1',
@@ -121,7 +120,6 @@ function benchEnv(extra) {
       // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
       RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
       RATE_LIMIT_PER_IP_PER_MINUTE: '0', // the load generator is one IP
-      DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination),
       ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
       ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
       ...extra,

@@ -59,7 +59,6 @@ function soakEnv(extra) {
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_MINUTE: '0',
       RATE_LIMIT_PER_IP_PER_MINUTE: '0',
-      DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1000',
       NODE_OPTIONS: IMAGE_NODE_OPTIONS, // the heap budget the image runs with
       ...extra,
     },
@@ -414,7 +413,7 @@ function renderMarkdown(r) {
     `- Command: \`${r.command}\``,
     `- Duration: ${r.trafficSeconds.toFixed(1)} s of traffic (SOAK_SECONDS=${r.settings.durationSec}), then the backlog drained in ${r.backlog.drainSeconds.toFixed(1)} s`,
     '- Processes: the built api (dist/main.js, WORKER_ENABLED=false, NODE_ENV=production, LOG_LEVEL=warn, RATE_LIMIT_PER_MINUTE=0, ' +
-      'DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=1000, NODE_OPTIONS=' +
+      'admission at its defaults, NODE_OPTIONS=' +
       IMAGE_NODE_OPTIONS +
       ' as in the image) and one built worker (dist/worker.js), own database and queue prefix, local keep-alive receiver',
     `- Load: ${r.settings.submissionsPerSec} submissions/s (open loop), each fanning out to ${r.settings.fanout} webhooks; every second GET /me, ` +

@@ -3,7 +3,9 @@
 // delete-hanging (DELETE of a webhook whose attempt hangs on a dead receiver) and isolation (one
 // workspace's dead receivers must not delay another's deliveries). Each runs its own worker process
 // with the service's default settings against the bench's api, database and queue prefix, and its own
-// receivers; each stops them at its end, failed or not. Targets and the BENCHMARKS.md section are here too.
+// receivers; each stops them at its end, failed or not. host-slow and host-overload put 20 webhooks at one
+// host (one receiver port): the adaptive host limit's growth for a healthy host, its cut for one that
+// answers 503 when overloaded. Targets and the BENCHMARKS.md section are here too.
 import { Queue } from 'bullmq';
 import { performance } from 'node:perf_hooks';
 import { URL } from 'node:url';
@@ -15,7 +17,7 @@ import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } 
 import { ReceiverGroup } from './receiver-group.mjs';
 import { createWorkspace, envInt, PG_URL, productEnv, REDIS_URL } from './setup.mjs';
 
-export const ENGINE_PHASE_KEYS = ['delivery-slow', 'delete-hanging', 'isolation'];
+export const ENGINE_PHASE_KEYS = ['delivery-slow', 'delete-hanging', 'isolation', 'host-slow', 'host-overload'];
 
 const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
 const DEFAULT_POOL_SIZE = 10; // the worker's DATABASE_POOL_SIZE default
@@ -34,9 +36,17 @@ export const engineSettings = () => ({
   isolationSpreadSec: 10,
   /** How long after B's last submission its deliveries may still arrive. */
   isolationWaitSec: envInt('BENCH_ISOLATION_WAIT', 20),
+  /** host-slow and host-overload: webhooks at the one host, and deliveries in all. */
+  hostWebhooks: 20,
+  hostDeliveries: envInt('BENCH_HOST_DELIVERIES', 10_000),
+  hostMaxSec: envInt('BENCH_HOST_MAX_SEC', 90),
+  /** host-overload: the receiver answers 503 whenever more than this many requests are open (at 250 ms, at most 120/s). */
+  overloadAbove: 30,
+  overloadDeliveries: envInt('BENCH_OVERLOAD_DELIVERIES', 3_000),
+  /** host-overload's retry schedule, so a 503'd delivery comes back within the phase (the default waits 5 s, then 5 min). */
+  overloadRetrySchedule: Array(15).fill('1s').join(','),
   /** Passed to the workers only when set in the bench's environment; otherwise the services' defaults. */
   workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null),
-  maxInFlightPerDestination: envInt('BENCH_MAX_IN_FLIGHT', null),
   databasePoolSize: envInt('DATABASE_POOL_SIZE', null),
   deliveryTimeoutMs: DEFAULT_DELIVERY_TIMEOUT_MS,
 });
@@ -74,24 +84,22 @@ export function enginePhases(ctx) {
   const { db, apiUrl, log } = ctx;
   const pgPort = Number(new URL(PG_URL).port || 5432);
 
-  const workerEnv = (metricsPort) =>
+  const workerEnv = (metricsPort, extra = {}) =>
     productEnv(
       { dbName: ctx.dbName, queuePrefix: ctx.queuePrefix },
       {
         LOG_LEVEL: ctx.logLevel,
         METRICS_PORT: String(metricsPort),
         ...(settings.workerConcurrency !== null ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
-        ...(settings.maxInFlightPerDestination !== null
-          ? { DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(settings.maxInFlightPerDestination) }
-          : {}),
         ...(settings.databasePoolSize !== null ? { DATABASE_POOL_SIZE: String(settings.databasePoolSize) } : {}),
         ...(ctx.nodeOptions ? { NODE_OPTIONS: ctx.nodeOptions } : {}),
+        ...extra,
       },
     );
 
-  async function startWorker(name, { waitReady = true } = {}) {
+  async function startWorker(name, { waitReady = true, env = {} } = {}) {
     const port = await freePort();
-    const handle = spawnNode(name, 'dist/worker.js', workerEnv(port));
+    const handle = spawnNode(name, 'dist/worker.js', workerEnv(port, env));
     ctx.sampler.track('worker', handle);
     if (waitReady) await waitForHttp(handle, `http://127.0.0.1:${port}/metrics`);
     return handle;
@@ -434,7 +442,107 @@ export function enginePhases(ctx) {
     }
   }
 
-  const phases = { 'delivery-slow': deliverySlow, 'delete-hanging': deleteHanging, isolation };
+  // ------------------------------------------------------------------------------ host-slow, host-overload
+
+  /**
+   * `hostWebhooks` webhooks at one receiver port, `hostDeliveries` deliveries created with no worker
+   * running, then one worker; runs until none is pending (or hostMaxSec from the first receipt).
+   */
+  async function oneHost(name, deliveries, receiverOptions, workerExtraEnv) {
+    const receivers = new ReceiverGroup(1, receiverOptions);
+    let worker;
+    try {
+      await receivers.listen();
+      const ws = await workspaceWithWebhooks(name, Array(settings.hostWebhooks).fill(receivers.urls[0]));
+      const submissions = Math.ceil(deliveries / settings.hostWebhooks);
+      await ctx.clearBacklog();
+      log(`${name}: ${submissions} submissions x ${settings.hostWebhooks} webhooks at one host, no worker running`);
+      await submit(ws, submissions);
+      const expected = await deliveriesOf(ws.webhooks, 'pending');
+      const busyBefore = await machineBusy();
+      worker = await startWorker(`worker-${name}`, { waitReady: false, env: workerExtraEnv });
+      await waitUntil(() => receivers.requests > 0, 60_000, [worker]);
+      let pending = expected;
+      const done = await waitUntil(
+        async () => (pending = await deliveriesOf(ws.webhooks, 'pending')) === 0,
+        receivers.firstAt + settings.hostMaxSec * 1000 - performance.now(),
+        [worker],
+      );
+      const seconds = (performance.now() - receivers.firstAt) / 1000;
+      return {
+        receivers,
+        ws,
+        expected,
+        done,
+        pending,
+        seconds,
+        busyBefore,
+        statusCounts: await statusCounts(ws.webhooks),
+      };
+    } finally {
+      await receivers.close();
+      if (worker) await stopProcess(worker);
+    }
+  }
+
+  const median = (values) => percentiles(values).p50;
+
+  async function hostSlow() {
+    const delayMs = settings.slowDelayMs;
+    log(`host-slow: one worker, default settings; one receiver answering after ${delayMs} ms`);
+    const r = await oneHost('host-slow', settings.hostDeliveries, { delayMs }, {});
+    const after = r.receivers.arrivals.filter(([at]) => at - r.receivers.firstAt >= 5_000);
+    return {
+      webhooks: settings.hostWebhooks,
+      receiverDelayMs: delayMs,
+      deliveries: r.expected,
+      complete: r.done,
+      seconds: round(r.seconds, 2),
+      perSec: round((r.expected - r.pending) / r.seconds),
+      maxOpen: r.receivers.maxOpen,
+      medianOpenAfter5s: median(after.map(([, open]) => open)),
+      statusCounts: r.statusCounts,
+      busyBefore: r.busyBefore,
+    };
+  }
+
+  async function hostOverload() {
+    const delayMs = settings.slowDelayMs;
+    log(`host-overload: one receiver answering 503 above ${settings.overloadAbove} open, else 200 after ${delayMs} ms`);
+    const r = await oneHost(
+      'host-overload',
+      settings.overloadDeliveries,
+      { delayMs, overloadAbove: settings.overloadAbove },
+      { DELIVERY_RETRY_SCHEDULE: settings.overloadRetrySchedule },
+    );
+    const after = r.receivers.arrivals.filter(([at]) => at - r.receivers.firstAt >= 5_000);
+    const refused = after.filter(([, , status]) => status === 503).length;
+    return {
+      webhooks: settings.hostWebhooks,
+      receiverDelayMs: delayMs,
+      overloadAbove: settings.overloadAbove,
+      retrySchedule: settings.overloadRetrySchedule,
+      deliveries: r.expected,
+      complete: r.done,
+      seconds: round(r.seconds, 2),
+      perSec: round((r.expected - r.pending) / r.seconds),
+      requests: r.receivers.requests,
+      requestsAfter5s: after.length,
+      percent503After5s: after.length ? round((100 * refused) / after.length, 2) : null,
+      maxOpen: r.receivers.maxOpen,
+      medianOpenAfter5s: median(after.map(([, open]) => open)),
+      statusCounts: r.statusCounts,
+      busyBefore: r.busyBefore,
+    };
+  }
+
+  const phases = {
+    'delivery-slow': deliverySlow,
+    'delete-hanging': deleteHanging,
+    isolation,
+    'host-slow': hostSlow,
+    'host-overload': hostOverload,
+  };
   return { settings, run: (key) => phases[key]() };
 }
 
@@ -530,6 +638,27 @@ export function engineTargets(results) {
     },
     (v) => v < 1000,
   );
+  const hostSlow = e['host-slow'];
+  add(
+    {
+      name: `deliveries/s, ${hostSlow?.webhooks ?? 20} webhooks at one host answering after ${hostSlow?.receiverDelayMs ?? 250} ms, one worker (defaults)`,
+      value: hostSlow?.perSec,
+      invalid: hostSlow && !hostSlow.complete ? 'not every delivery ended within the phase' : null,
+      target: '>= 1,000/s',
+    },
+    (v) => v >= 1000,
+  );
+  const overload = e['host-overload'];
+  const notSucceeded = overload ? overload.deliveries - (overload.statusCounts.succeeded ?? 0) : 0;
+  add(
+    {
+      name: `share of attempts answered 503 after the first 5 s, one host answering 503 above ${overload?.overloadAbove ?? 30} open`,
+      value: overload?.percent503After5s,
+      invalid: notSucceeded > 0 ? `${notSucceeded} of ${overload.deliveries} deliveries did not succeed` : null,
+      target: '< 10 (%), all succeeded',
+    },
+    (v) => v < 10,
+  );
   return targets;
 }
 
@@ -617,18 +746,42 @@ function isolationSection(r) {
   ].join('\n');
 }
 
+function hostSection(slow, overload) {
+  if (!slow && !overload) return 'Not measured in this run.';
+  const row = (label, r) =>
+    r
+      ? `| ${label} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 1)} | ${fmt(r.perSec)} | ${r.maxOpen} | ${fmt(r.medianOpenAfter5s)} | ${r.percent503After5s === undefined ? '-' : `${fmt(r.percent503After5s, 1)} %`} | ${Object.entries(
+          r.statusCounts,
+        )
+          .map(([s, n]) => `${n} ${s}`)
+          .join(', ')} |`
+      : `| ${label} | not measured | | | | | | |`;
+  return [
+    `${slow?.webhooks ?? overload?.webhooks} webhooks of one workspace point at one receiver port (one host); the deliveries are`,
+    'created with no worker running, then one worker process starts with the defaults (host-overload: with',
+    `a retry schedule of ${overload?.retrySchedule?.split(',').length ?? 15} x 1 s). host-slow's receiver answers 200 after ${slow?.receiverDelayMs ?? 250} ms; host-overload's answers`,
+    `503 to a request that finds more than ${overload?.overloadAbove ?? 30} open, else 200 after the same delay. Open counts are`,
+    "the receiver's, at each request's arrival, from 5 s after the first one.",
+    '',
+    '| phase | deliveries | seconds | per second | open (max) | open after 5 s (median) | 503 after 5 s | statuses |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+    row('host-slow', slow),
+    row('host-overload', overload),
+  ].join('\n');
+}
+
 /** The BENCHMARKS.md section of the engine phases. */
 export function engineSection(results) {
   const e = results.engine ?? {};
   return `## Slow and dead receivers
 
 These phases run after the others, each with one worker process of its own started with the service's
-default settings (WORKER_CONCURRENCY, DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION, DELIVERY_TIMEOUT_MS and
-DATABASE_POOL_SIZE are passed only when \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_MAX_IN_FLIGHT\` or
-\`DATABASE_POOL_SIZE\` are set in the bench's environment), each workspace with receivers of its own in
+default settings (WORKER_CONCURRENCY and DATABASE_POOL_SIZE are passed only when
+\`BENCH_WORKER_CONCURRENCY\` or \`DATABASE_POOL_SIZE\` are set in the bench's environment; host-overload
+alone sets a retry schedule of seconds), each workspace with receivers of its own in
 the bench process; the backlog is cleared before each. Overrides: \`BENCH_SLOW_DELIVERIES\`,
 \`BENCH_SLOW_RECEIVERS\`, \`BENCH_SLOW_DELAY_MS\`, \`BENCH_SLOW_MAX_SEC\`, \`BENCH_DEAD_WEBHOOKS\`,
-\`BENCH_ISOLATION_SUBMISSIONS\`, \`BENCH_ISOLATION_WAIT\`.
+\`BENCH_ISOLATION_SUBMISSIONS\`, \`BENCH_ISOLATION_WAIT\`, \`BENCH_HOST_DELIVERIES\`, \`BENCH_OVERLOAD_DELIVERIES\`, \`BENCH_HOST_MAX_SEC\`.
 
 ### Slow receivers (delivery-slow)
 
@@ -641,5 +794,9 @@ ${deleteSection(e['delete-hanging'])}
 ### One workspace's dead receivers against another's deliveries (isolation)
 
 ${isolationSection(e.isolation)}
+
+### One host shared by many webhooks (host-slow, host-overload)
+
+${hostSection(e['host-slow'], e['host-overload'])}
 `;
 }

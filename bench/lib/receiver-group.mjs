@@ -14,10 +14,12 @@ export class ReceiverGroup {
    * answer), the clock the submission client uses too. `onPayload(payload, receivedAt, index)` gets the
    * parsed body of each first receipt of a webhook-id.
    */
-  constructor(count, { delayMs = 0, hang = false } = {}) {
+  constructor(count, { delayMs = 0, hang = false, overloadAbove = null } = {}) {
     this.count = count;
     this.delayMs = delayMs;
     this.hang = hang;
+    /** When set, a request that finds more than this many open at its server is answered 503. */
+    this.overloadAbove = overloadAbove;
     this.onPayload = null;
     this.servers = [];
     this.urls = [];
@@ -33,6 +35,11 @@ export class ReceiverGroup {
     this.lastAt = null;
     /** Requests received per server (index), first receipts and repeats alike. */
     this.perServer = new Array(this.count).fill(0);
+    /** Requests open (received, not answered) per server, now and at most. */
+    this.openPerServer = new Array(this.count).fill(0);
+    this.maxOpen = 0;
+    /** Each request's arrival: [performance.now(), requests open at its server then (itself included), status]. */
+    this.arrivals = [];
   }
 
   get unique() {
@@ -55,9 +62,14 @@ export class ReceiverGroup {
         this.deliveryIds.add(id);
         if (this.onPayload) this.onPayload(JSON.parse(Buffer.concat(chunks).toString('utf8')), at, index);
       }
+      const open = ++this.openPerServer[index];
+      this.maxOpen = Math.max(this.maxOpen, open);
+      res.on('close', () => (this.openPerServer[index] -= 1));
+      const status = this.overloadAbove !== null && open > this.overloadAbove ? 503 : 200;
+      this.arrivals.push([at, open, status]);
       if (this.hang) return; // dead receiver: the socket stays open, nothing is ever written
       const answer = () => {
-        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+        res.writeHead(status, { 'content-type': 'text/plain', 'content-length': '2' });
         res.end('ok');
       };
       if (this.delayMs <= 0) return answer();

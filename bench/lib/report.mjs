@@ -361,7 +361,7 @@ The same figures are in \`bench/results/latest.json\`.
 | machine CPU busy in the second before each phase (bench idle) | ${busyRange(machine.busyBefore)} |
 | code | ${results.code.commit}${results.code.dirty ? ' (work tree had uncommitted changes under src/)' : ''} |
 | command | \`${results.command}\` |
-| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (500)'}; DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION=${settings.maxInFlightPerDestination}; LOG_LEVEL=${settings.logLevel}; NODE_OPTIONS=${settings.nodeOptions || '(none)'} for the api, workers and NestJS ceiling |
+| settings | ${settings.connections} connections, ${settings.warmupSec} s warm-up then ${settings.durationSec} s measured per endpoint; ${fmt(settings.deliveries)} deliveries per throughput run; ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s; worker concurrency ${settings.workerConcurrency ?? 'default (500)'}; admission (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK, DELIVERY_HOST_*) at the service's defaults; LOG_LEVEL=${settings.logLevel}; NODE_OPTIONS=${settings.nodeOptions || '(none)'} for the api, workers and NestJS ceiling |
 
 Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=production, in-process
 worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator

@@ -9,18 +9,21 @@ export const DELIVER_JOB = 'deliver';
 export interface DeliverJobData {
   deliveryId: string;
   trigger: 'scheduled' | 'manual';
-  /** host:port of the webhook url (webhooks are never updated), for the per-destination in-flight cap. */
+  /** host:port of the webhook url (webhooks are never updated), for the host's adaptive in-flight limit. */
   destination: string;
   /** The webhook's url, so the worker connects before it claims. */
   url: string;
   /** For the per-workspace share of a worker's slots. */
   workspaceId: string;
+  /** For the per-webhook in-flight cap (jobs enqueued before it was carried have none). */
+  webhookId?: string;
 }
 
 export interface DeliveryToEnqueue {
   deliveryId: string;
   url: string;
   workspaceId: string;
+  webhookId: string;
   /** Defaults to the delivery id; a manual retry uses manualJobId, as the last job may not be gone yet. */
   jobId?: string;
 }
@@ -103,9 +106,9 @@ export class DeliveryQueue {
   /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
   async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
     if (deliveries.length === 0) return;
-    const jobs = deliveries.map(({ deliveryId, url, workspaceId, jobId }) => ({
+    const jobs = deliveries.map(({ deliveryId, url, workspaceId, webhookId, jobId }) => ({
       name: DELIVER_JOB,
-      data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId },
+      data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId, webhookId },
       opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
     }));
     await withTimeout(ENQUEUE_TIMEOUT_MS, this.bulks.add(jobs));

@@ -89,7 +89,12 @@ export class SubmissionsService {
     // Only once the calculator proved the workspace's: another workspace's 404 must not reset its hint.
     this.remember(calculatorId, result.bound);
     await this.queue.enqueue(
-      result.delivery_ids.map((deliveryId, i) => ({ deliveryId, url: result.urls[i], workspaceId })),
+      result.delivery_ids.map((deliveryId, i) => ({
+        deliveryId,
+        url: result.urls[i],
+        workspaceId,
+        webhookId: result.webhook_ids[i],
+      })),
     );
     return submission;
   }

@@ -2,11 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, Repository } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { DeliveryQueue, destinationOf } from '../delivery/delivery-queue.js';
+import { HostStates } from '../delivery/host-state.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { WebhookEntity } from './webhook.entity.js';
-import { serializeWebhookHealth, type WebhookHealth } from './webhook.serializer.js';
+import { serializeWebhookHealth, type HostAdmission, type WebhookHealth } from './webhook.serializer.js';
 import { WebhooksService } from './webhooks.service.js';
+
+const HOST_STATE_TIMEOUT_MS = 1_000;
 
 /**
  * Health and pause (DESIGN 7.1). While a webhook is disabled nothing is sent to it: disabling skips its
@@ -21,6 +24,7 @@ export class WebhookHealthService {
     private readonly webhooks: WebhooksService,
     private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
+    private readonly hosts: HostStates,
   ) {}
 
   async health(workspaceId: string, id: string): Promise<WebhookHealth> {
@@ -48,7 +52,18 @@ export class WebhookHealthService {
   }
 
   private async healthOf(webhook: WebhookEntity): Promise<WebhookHealth> {
-    const pending = await this.store.countPending(webhook.id);
-    return serializeWebhookHealth(webhook, pending);
+    const [pending, host] = await Promise.all([this.store.countPending(webhook.id), this.hostOf(webhook.url)]);
+    return serializeWebhookHealth(webhook, pending, host);
+  }
+
+  /** The host's admission state; null rather than a health that waits on Redis. */
+  private async hostOf(url: string): Promise<HostAdmission | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), HOST_STATE_TIMEOUT_MS)));
+    const read = this.hosts.get(destinationOf(url)).then(
+      ({ limit, inFlight, lastChange }) => ({ limit, inFlight, lastChange }),
+      () => null,
+    );
+    return Promise.race([read, late]).finally(() => clearTimeout(timer));
   }
 }

@@ -2,6 +2,31 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { TRIGGER_TYPES, WEBHOOK_SOURCES } from './webhook-sources.js';
 import { DISABLED_REASONS, type DisabledReason, type WebhookEntity } from './webhook.entity.js';
 
+@ApiSchema({ name: 'HostLimitChange' })
+export class HostLimitChange {
+  @ApiProperty({
+    enum: ['growth', 'latency', '429', '503', 'refused', 'reset', 'timeout', 'paused'],
+    description:
+      'growth (2xx at steady latency), latency (latency well above its recent minimum), 429, 503, refused, reset, timeout (cut at once), paused (circuit breaker)',
+  })
+  reason: string;
+
+  @ApiProperty({ format: 'date-time' })
+  at: string;
+}
+
+@ApiSchema({ name: 'HostAdmission' })
+export class HostAdmission {
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'Attempts allowed in flight to the host now (adaptive)' })
+  limit: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Attempts in flight to the host now, from every worker' })
+  inFlight: number;
+
+  @ApiProperty({ type: () => HostLimitChange, nullable: true, description: 'The last change of the limit' })
+  lastChange: HostLimitChange | null;
+}
+
 /** Spec 2.1; the classes below are the response types and their OpenAPI schemas. */
 @ApiSchema({ name: 'Webhook' })
 export class WebhookResponse {
@@ -114,11 +139,23 @@ export class WebhookHealth {
 
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Deliveries of the webhook still pending' })
   pendingDeliveries: number;
+
+  @ApiProperty({
+    type: () => HostAdmission,
+    nullable: true,
+    description:
+      "Admission at the webhook's host (scheme, host, port), shared with every webhook there; null when Redis did not answer",
+  })
+  host: HostAdmission | null;
 }
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const serializeWebhookHealth = (w: WebhookEntity, pendingDeliveries: number): WebhookHealth => ({
+export const serializeWebhookHealth = (
+  w: WebhookEntity,
+  pendingDeliveries: number,
+  host: HostAdmission | null,
+): WebhookHealth => ({
   webhookId: w.id,
   state: w.disabledAt ? 'disabled' : 'active',
   disabledAt: iso(w.disabledAt),
@@ -128,6 +165,7 @@ export const serializeWebhookHealth = (w: WebhookEntity, pendingDeliveries: numb
   lastSuccessAt: iso(w.lastSuccessAt),
   lastError: w.lastError,
   pendingDeliveries,
+  host,
 });
 
 /** What a response shows of a webhook: never the secret. */

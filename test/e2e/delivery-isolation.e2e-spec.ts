@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/core/config/config.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
-import { DestinationLimiter, type DestinationSignal } from '../../src/delivery/engine/destination-limiter.js';
+import { DestinationLimiter, type HostSignal } from '../../src/delivery/engine/destination-limiter.js';
+import { HostStates } from '../../src/delivery/host-state.js';
 import { expectNothingFor, Receiver, waitFor, type Behaviour } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, TEST_REDIS_URL, type TestApp } from '../support/test-app.js';
 
@@ -85,10 +86,12 @@ describe('DELETE while attempts hang on receivers that never answer', () => {
 });
 
 describe('a workspace whose receivers hang', () => {
-  // No per-destination cap and no breaker here: only the workspace share protects the others.
+  // No per-webhook cap, a host limit far above the worker's slots and no breaker here: only the
+  // workspace share protects the others.
   const { ctx, start } = useApp({
     WORKER_CONCURRENCY: '8',
-    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '0',
+    DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '0',
+    DELIVERY_HOST_INITIAL_LIMIT: '1000',
     DELIVERY_BREAKER_THRESHOLD: '0',
     DELIVERY_TIMEOUT_MS: '8000',
   });
@@ -142,8 +145,8 @@ describe('a destination that keeps timing out', () => {
   }, 30_000);
 });
 
-describe('jobs waiting for a destination slot', () => {
-  const { ctx, start } = useApp({ WORKER_CONCURRENCY: '8', DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1' });
+describe('jobs waiting for a host slot', () => {
+  const { ctx, start } = useApp({ WORKER_CONCURRENCY: '8', DELIVERY_HOST_MAX_LIMIT: '1' });
 
   it('are woken as the slot frees, not after a polling interval', async () => {
     const receiver = await start(() => ({ status: 200, delayMs: 150 }));
@@ -162,32 +165,35 @@ describe('DestinationLimiter slots', () => {
     NODE_ENV: 'test',
     REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: `cw_test_${randomBytes(6).toString('hex')}`,
-    DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: '1',
+    DELIVERY_HOST_MAX_LIMIT: '1',
   });
   const redis = new RedisClients(config);
   const limiter = new DestinationLimiter(config, redis);
   afterAll(() => redis.onApplicationShutdown());
+  const acquire = (host: string, holder: string, jobId: string) => limiter.acquire(host, holder, jobId, 'webhook');
+  const release = (host: string, holder: string, signal: HostSignal = 'other') =>
+    limiter.release(host, holder, 'webhook', { signal, latencyMs: 10, admittedAt: Date.now() });
 
   it('belong to one attempt: another lock token of the same delivery neither takes nor frees it', async () => {
-    expect(await limiter.acquire('host:1', 'delivery-a:token-1', 'job-a')).toEqual({ admitted: true });
+    expect(await acquire('host:1', 'delivery-a:token-1', 'job-a')).toEqual({ admitted: true });
     // The same delivery run again under a new lock (its first run lost the lock) waits its turn.
-    expect(await limiter.acquire('host:1', 'delivery-a:token-2', 'job-a-again')).toEqual({
+    expect(await acquire('host:1', 'delivery-a:token-2', 'job-a-again')).toEqual({
       admitted: false,
       until: null,
     });
-    expect(await limiter.release('host:1', 'delivery-a:token-2')).toEqual([]);
-    expect((await limiter.acquire('host:1', 'delivery-b:token-3', 'job-b')).admitted).toBe(false);
+    expect(await release('host:1', 'delivery-a:token-2')).toEqual([]);
+    expect((await acquire('host:1', 'delivery-b:token-3', 'job-b')).admitted).toBe(false);
     // The holder's release frees the slot and wakes the first job that waited.
-    expect(await limiter.release('host:1', 'delivery-a:token-1')).toEqual(['job-a-again']);
-    expect(await limiter.acquire('host:1', 'delivery-a:token-2', 'job-a-again')).toEqual({ admitted: true });
+    expect(await release('host:1', 'delivery-a:token-1')).toEqual(['job-a-again']);
+    expect(await acquire('host:1', 'delivery-a:token-2', 'job-a-again')).toEqual({ admitted: true });
   });
 
-  it('taken and freed by attempts that come together (one script run) keep the cap and wake in order', async () => {
+  it('taken and freed by attempts that come together (one script run) keep the limit and wake in order', async () => {
     const tries = await Promise.all([
-      limiter.acquire('host:2', 'delivery-c:token', 'job-c'),
-      limiter.acquire('host:2', 'delivery-d:token', 'job-d'),
-      limiter.acquire('host:3', 'delivery-e:token', 'job-e'),
-      limiter.acquire('host:2', 'delivery-f:token', 'job-f'),
+      acquire('host:2', 'delivery-c:token', 'job-c'),
+      acquire('host:2', 'delivery-d:token', 'job-d'),
+      acquire('host:3', 'delivery-e:token', 'job-e'),
+      acquire('host:2', 'delivery-f:token', 'job-f'),
     ]);
     expect(tries).toEqual([
       { admitted: true },
@@ -196,33 +202,87 @@ describe('DestinationLimiter slots', () => {
       { admitted: false, until: null },
     ]);
     const woken = await Promise.all([
-      limiter.release('host:3', 'delivery-e:token'),
-      limiter.release('host:2', 'delivery-c:token'),
-      limiter.release('host:2', 'delivery-x:stale'),
+      release('host:3', 'delivery-e:token'),
+      release('host:2', 'delivery-c:token'),
+      release('host:2', 'delivery-x:stale'),
     ]);
     expect(woken).toEqual([[], ['job-d'], []]);
     // job-d's turn: it takes the slot job-c freed; job-f still waits.
-    expect(await limiter.acquire('host:2', 'delivery-d:token', 'job-d')).toEqual({ admitted: true });
-    expect(await limiter.release('host:2', 'delivery-d:token')).toEqual(['job-f']);
+    expect(await acquire('host:2', 'delivery-d:token', 'job-d')).toEqual({ admitted: true });
+    expect(await release('host:2', 'delivery-d:token')).toEqual(['job-f']);
   });
 
   it('fed by attempts that end together, the breaker takes their signals in order', async () => {
     // Timeouts four at a time, an answer between (at most two script runs): each answer reset the count.
-    const four = Array<DestinationSignal>(4).fill('timeout');
-    const signals: DestinationSignal[] = [...four, 'answered', ...four, 'answered', ...four];
-    await Promise.all(signals.map((signal, i) => limiter.release('host:4', `delivery-${i}:token`, signal)));
-    expect(await limiter.acquire('host:4', 'delivery-p:token', 'job-p')).toEqual({ admitted: true });
+    const four = Array<HostSignal>(4).fill('timeout');
+    const signals: HostSignal[] = [...four, 'answered', ...four, 'ok', ...four];
+    await Promise.all(signals.map((signal, i) => release('host:4', `delivery-${i}:token`, signal)));
+    expect(await acquire('host:4', 'delivery-p:token', 'job-p')).toEqual({ admitted: true });
     // The fifth timeout in a row (with an attempt that showed nothing beside it) opens it for the cooldown.
     const before = Date.now();
     await Promise.all([
-      limiter.release('host:4', 'delivery-p:token', 'other'),
-      limiter.release('host:4', 'delivery-q:token', 'timeout'),
+      release('host:4', 'delivery-p:token', 'other'),
+      release('host:4', 'delivery-q:token', 'timeout'),
     ]);
-    const paused = await limiter.acquire('host:4', 'delivery-r:token', 'job-r');
+    const paused = await acquire('host:4', 'delivery-r:token', 'job-r');
     expect(paused.admitted).toBe(false);
     expect(!paused.admitted && paused.until).toBeGreaterThanOrEqual(before + config.breaker.cooldownMs);
     // An answer (a probe's) closes it again.
-    await limiter.release('host:4', 'delivery-s:token', 'answered');
-    expect(await limiter.acquire('host:4', 'delivery-r:token', 'job-r')).toEqual({ admitted: true });
+    await release('host:4', 'delivery-s:token', '503');
+    expect(await acquire('host:4', 'delivery-r:token', 'job-r')).toEqual({ admitted: true });
+  });
+});
+
+describe('DestinationLimiter limits', () => {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `cw_test_${randomBytes(6).toString('hex')}`,
+    DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2',
+    DELIVERY_HOST_INITIAL_LIMIT: '8',
+    DELIVERY_BREAKER_THRESHOLD: '2',
+  });
+  const redis = new RedisClients(config);
+  const limiter = new DestinationLimiter(config, redis);
+  const states = new HostStates(config, redis);
+  afterAll(() => redis.onApplicationShutdown());
+
+  it('hold a webhook at its cap, and hand a freed slot to the first waiter whose webhook has room', async () => {
+    const tries = await Promise.all([
+      limiter.acquire('host:5', 'a1:t', 'job-a1', 'hook-a'),
+      limiter.acquire('host:5', 'a2:t', 'job-a2', 'hook-a'),
+      limiter.acquire('host:5', 'a3:t', 'job-a3', 'hook-a'),
+      limiter.acquire('host:5', 'b1:t', 'job-b1', 'hook-b'),
+    ]);
+    expect(tries.map((t) => t.admitted)).toEqual([true, true, false, true]);
+    expect(await states.get('host:5')).toEqual({ host: 'host:5', limit: 8, inFlight: 3, lastChange: null });
+    // b's release frees a host slot, but a is at its cap: nobody is woken.
+    expect(await limiter.release('host:5', 'b1:t', 'hook-b')).toEqual([]);
+    expect(await limiter.hasRoom('host:5', 'hook-a')).toBe(false);
+    expect(await limiter.release('host:5', 'a1:t', 'hook-a')).toEqual(['job-a3']);
+    expect(await limiter.hasRoom('host:5', 'hook-a')).toBe(true);
+  });
+
+  it('are cut at once by a 503 of an attempt admitted after the last cut, not by the ones before', async () => {
+    const admittedAt = Date.now() - 1_000; // before the cut below, whatever the clock's resolution
+    const holders = ['x1:t', 'x2:t', 'x3:t', 'x4:t'];
+    for (const [i, holder] of holders.entries()) await limiter.acquire('host:6', holder, `job-${i}`, `hook-${i}`);
+    await limiter.release('host:6', 'x1:t', 'hook-0', { signal: '503', latencyMs: 5, admittedAt });
+    const cut = await states.get('host:6');
+    expect(cut).toMatchObject({ limit: 4, inFlight: 3, lastChange: { reason: '503' } });
+    // Attempts admitted before the cut say nothing of the new limit.
+    await limiter.release('host:6', 'x2:t', 'hook-1', { signal: '503', latencyMs: 5, admittedAt });
+    expect(await states.get('host:6')).toMatchObject({ limit: 4, inFlight: 2 });
+    await limiter.release('host:6', 'x3:t', 'hook-2', { signal: 'timeout', latencyMs: 5, admittedAt: Date.now() + 1 });
+    expect(await states.get('host:6')).toMatchObject({ limit: 2, inFlight: 1, lastChange: { reason: 'timeout' } });
+  });
+
+  it('go to the minimum when the breaker opens: its two ends', async () => {
+    for (const i of [1, 2]) await limiter.acquire('host:7', `y${i}:t`, `job-y${i}`, 'hook-y');
+    const future = Date.now() + 60_000; // admitted "after" any cut: each timeout may cut
+    await limiter.release('host:7', 'y1:t', 'hook-y', { signal: 'timeout', latencyMs: 5, admittedAt: future });
+    expect(await states.get('host:7')).toMatchObject({ limit: 4, lastChange: { reason: 'timeout' } });
+    await limiter.release('host:7', 'y2:t', 'hook-y', { signal: 'timeout', latencyMs: 5, admittedAt: future });
+    expect(await states.get('host:7')).toMatchObject({ limit: 1, inFlight: 0, lastChange: { reason: 'paused' } });
   });
 });

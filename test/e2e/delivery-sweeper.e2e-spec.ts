@@ -45,7 +45,14 @@ describe('delivery sweeper', () => {
     const setup = await setupWebhook(t, URL);
     const submission = await submit(setup.api, setup.calculator.id);
     const overdue = await insertOverdue(setup, submission.id, OVERDUE);
-    await queue.enqueue(overdue.map((deliveryId) => ({ deliveryId, url: URL, workspaceId: setup.workspace.id })));
+    await queue.enqueue(
+      overdue.map((deliveryId) => ({
+        deliveryId,
+        url: URL,
+        workspaceId: setup.workspace.id,
+        webhookId: setup.webhook.id,
+      })),
+    );
     // Lost jobs: the first of the second page (same next_attempt_at as the last of the first) and the newest.
     const lost = [overdue[1000], overdue[OVERDUE - 1]];
     for (const id of lost) await queue.queue.remove(id);

@@ -27,6 +27,7 @@ const HEALTH_KEYS = [
   'consecutiveFailures',
   'disabledAt',
   'disabledReason',
+  'host',
   'lastAttemptAt',
   'lastError',
   'lastSuccessAt',
@@ -84,6 +85,8 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
         lastSuccessAt: null,
         lastError: null,
         pendingDeliveries: 0,
+        // Nothing was sent to its host: its limit is where every host's starts.
+        host: { limit: 20, inFlight: 0, lastChange: null },
       });
     });
 
@@ -324,9 +327,13 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     await env.t.dataSource.query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [
       webhook.id,
     ]);
-    await env.t.app
-      .get(DeliveryQueue)
-      .runNow({ deliveryId: delivery.id, url: receiver.url, workspaceId: workspace.id, maxAttempts: 2 });
+    await env.t.app.get(DeliveryQueue).runNow({
+      deliveryId: delivery.id,
+      url: receiver.url,
+      workspaceId: workspace.id,
+      webhookId: webhook.id,
+      maxAttempts: 2,
+    });
     const skipped = await waitFor(async () => {
       const [row] = await env.t.dataSource.query('SELECT status, attempt_count FROM deliveries WHERE id = $1', [
         delivery.id,

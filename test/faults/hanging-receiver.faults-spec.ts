@@ -27,7 +27,7 @@ describe(`fault: ${SCENARIO}`, () => {
       name: 'hanging-receiver',
       privateRedis: true, // its command count shows what waiting over the cap costs
       // Every delivery waiting over the cap is overdue; a 1 s sweep would re-add them all every second.
-      env: { ...FAST_ENV, SWEEP_INTERVAL_MS: '5000', DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION: String(CAP) },
+      env: { ...FAST_ENV, SWEEP_INTERVAL_MS: '5000', DELIVERY_HOST_INITIAL_LIMIT: String(CAP) },
     });
     const scenario = s;
     await s.startApi();

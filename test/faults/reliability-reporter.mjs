@@ -43,7 +43,7 @@ const EXTRA_LABELS = {
   phaseP99Ms: 'healthy p99 of each phase, in order (ms)',
   slowestHealthy: 'healthy deliveries that waited longest for their first attempt',
   hangingMaxInFlight: 'most requests open at once at the hanging receiver',
-  inFlightCap: 'DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION',
+  inFlightCap: 'DELIVERY_HOST_INITIAL_LIMIT (a hanging host never answers 2xx: its limit only falls)',
   hangingAttempts: 'attempts recorded for the hanging receivers / requests they got',
   healthyMaxInFlight: 'most requests open at once at each healthy receiver',
   cpuMsPerSecond: 'CPU ms per second of each process',

@@ -7,6 +7,10 @@ export interface ReceivedRequest {
   headers: IncomingHttpHeaders;
   body: string;
   receivedAt: number;
+  /** When its answer was sent (or the connection closed); unset while it is open. */
+  answeredAt?: number;
+  /** Requests open at the receiver when this one arrived, itself included. */
+  openAtArrival: number;
 }
 
 export interface Reply {
@@ -26,6 +30,9 @@ export type Behaviour = (request: ReceivedRequest, index: number) => Reply;
 /** A real local HTTP receiver that records every request and answers as told. */
 export class Receiver {
   readonly requests: ReceivedRequest[] = [];
+  /** Requests received and not yet answered (or reset), now and at most. */
+  open = 0;
+  maxOpen = 0;
   private readonly server: http.Server;
   behaviour: Behaviour;
 
@@ -41,8 +48,14 @@ export class Receiver {
           headers: req.headers,
           body: Buffer.concat(chunks).toString('utf8'),
           receivedAt: Date.now(),
+          openAtArrival: ++this.open,
         };
         this.requests.push(received);
+        this.maxOpen = Math.max(this.maxOpen, this.open);
+        res.on('close', () => {
+          this.open--;
+          received.answeredAt = Date.now();
+        });
         const reply = this.behaviour(received, this.requests.length - 1);
         if (reply.reset) return void req.socket.destroy();
         if (reply.hang) return;

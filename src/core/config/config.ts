@@ -100,7 +100,19 @@ export class EnvironmentVariables {
 
   @Transform(int)
   @IntRange(0, 10000)
-  DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION = 20;
+  DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK = 20;
+
+  @Transform(int)
+  @IntRange(1, 100000)
+  DELIVERY_HOST_INITIAL_LIMIT = 20;
+
+  @Transform(int)
+  @IntRange(1, 100000)
+  DELIVERY_HOST_MIN_LIMIT = 1;
+
+  @Transform(int)
+  @IntRange(1, 100000)
+  DELIVERY_HOST_MAX_LIMIT = 1000;
 
   @IsString()
   WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
@@ -176,8 +188,10 @@ export interface AppConfig {
   sweepIntervalMs: number;
   /** How long a worker's claim on a job lasts without renewal; a killed worker's jobs return after it. */
   deliveryLockMs: number;
-  /** Attempts in flight to one host:port across all workers; 0 = no cap. */
-  maxInFlightPerDestination: number;
+  /** Attempts in flight for one webhook across all workers; 0 = no cap. */
+  maxInFlightPerWebhook: number;
+  /** The adaptive limit of attempts in flight to one host:port across all workers: where it starts, its bounds. */
+  hostLimit: { initial: number; min: number; max: number };
   allowPrivateTargets: boolean;
   /**
    * Automatic disabling of a failing webhook (DESIGN 7.1): disabled when a failed attempt makes the streak
@@ -225,6 +239,12 @@ function adminCredentials(user: string, password: string): AppConfig['adminCrede
   return { user, password };
 }
 
+function hostLimit(initial: number, min: number, max: number): AppConfig['hostLimit'] {
+  if (min > max) throw new ConfigError('DELIVERY_HOST_MIN_LIMIT: must not be above DELIVERY_HOST_MAX_LIMIT');
+  // The default start (20) follows bounds set below or above it.
+  return { initial: Math.min(max, Math.max(min, initial)), min, max };
+}
+
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   const known = Object.keys(new EnvironmentVariables());
@@ -263,7 +283,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     deliveryLockMs: env.DELIVERY_LOCK_MS,
-    maxInFlightPerDestination: env.DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION,
+    maxInFlightPerWebhook: env.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+    hostLimit: hostLimit(env.DELIVERY_HOST_INITIAL_LIMIT, env.DELIVERY_HOST_MIN_LIMIT, env.DELIVERY_HOST_MAX_LIMIT),
     allowPrivateTargets: optionalBool('WEBHOOK_ALLOW_PRIVATE_TARGETS', env.WEBHOOK_ALLOW_PRIVATE_TARGETS, devLike),
     webhookDisable: {
       afterMs: parseDuration(env.WEBHOOK_DISABLE_AFTER),

@@ -5,7 +5,7 @@ import { APP_CONFIG } from '../../core/config/config.module.js';
 import { closeWorker } from '../../core/redis/close-worker.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
 import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
-import { DestinationLimiter, type DestinationSignal } from './destination-limiter.js';
+import { DestinationLimiter, type Attempted, type HostSignal } from './destination-limiter.js';
 import { DELIVERY_QUEUE, DeliveryQueue, type DeliverJobData } from '../delivery-queue.js';
 import { WorkspaceShare } from './workspace-share.js';
 
@@ -34,16 +34,25 @@ export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: E
 
 const jitter = (ms: number) => ms + Math.floor(Math.random() * (ms / 4));
 
-function signalOf(result: RunResult): DestinationSignal {
+/** What an attempt showed of its host (webhook-sender's error texts name the socket's error code). */
+export function signalOf(result: RunResult): HostSignal {
   if (!('send' in result)) return 'other';
-  if (result.send.statusCode !== null) return 'answered';
-  return result.send.error?.startsWith('Timed out') ? 'timeout' : 'other';
+  const { statusCode, error } = result.send;
+  if (statusCode !== null) {
+    if (statusCode >= 200 && statusCode < 300) return 'ok';
+    return statusCode === 429 ? '429' : statusCode === 503 ? '503' : 'answered';
+  }
+  if (error?.startsWith('Timed out')) return 'timeout';
+  if (error?.startsWith('ECONNREFUSED')) return 'refused';
+  if (error?.startsWith('ECONNRESET') || error?.includes('socket hang up')) return 'reset';
+  return 'other';
 }
 
 /**
  * The BullMQ consumer. Retries belong to the queue: a failed attempt throws, and the job comes back
  * after the delay the schedule chose; a delivery that has ended completes or fails the job. A job
- * turned away (its workspace over its share of this worker, its destination at its cap or paused)
+ * turned away (its workspace over its share of this worker, its webhook at its cap, its host at its
+ * limit or paused)
  * waits in the delayed set without spending an attempt, and is promoted when its turn comes.
  */
 @Injectable()
@@ -80,29 +89,33 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const { deliveryId, destination, workspaceId } = job.data;
     const jobId = job.id ?? deliveryId;
+    // A job enqueued before jobs carried their webhook counts as a webhook of its own.
+    const webhookId = job.data.webhookId ?? deliveryId;
     if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
       await job.moveToDelayed(Date.now() + jitter(WAKE_FALLBACK_MS), token);
       if (this.share.park(workspaceId, jobId)) await this.wake([jobId]);
       throw new DelayedError();
     }
     let holder: string | undefined;
-    let signal: DestinationSignal = 'other';
+    const attempted: Attempted = { signal: 'other', latencyMs: 0, admittedAt: 0 };
     try {
-      const admission = await this.limiter.acquire(destination, `${deliveryId}:${token}`, jobId);
+      const admission = await this.limiter.acquire(destination, `${deliveryId}:${token}`, jobId, webhookId);
       if (!admission.admitted) {
-        // Paused by the breaker: wait until it may be probed. At the cap: wait to be woken by a release.
+        // Paused by the breaker: wait until it may be probed. At a limit: wait to be woken by a release.
         if (admission.until !== null) await this.wait(job, token, admission.until);
-        await this.wait(job, token, Date.now() + WAKE_FALLBACK_MS, destination);
+        await this.wait(job, token, Date.now() + WAKE_FALLBACK_MS, { destination, webhookId });
       }
       holder = `${deliveryId}:${token}`;
+      attempted.admittedAt = Date.now();
       const result = await this.attempts.run(job.data);
-      signal = signalOf(result);
+      attempted.signal = signalOf(result);
+      if ('send' in result) attempted.latencyMs = result.send.durationMs;
       if (result.status === 'busy') return this.wait(job, token, Date.now() + BUSY_WAIT_MS);
       if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
       if (result.status === 'failed') throw new UnrecoverableError(result.reason);
       return result.status;
     } finally {
-      if (holder) void this.limiter.release(destination, holder, signal).then((ids) => this.wake(ids));
+      if (holder) void this.limiter.release(destination, holder, webhookId, attempted).then((ids) => this.wake(ids));
       const next = this.share.leave(workspaceId);
       if (next) void this.wake([next]);
     }
@@ -110,16 +123,16 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Parks the job in the delayed set until `until` without spending an attempt. A job waiting for a
-   * destination slot checks once more after parking, so a slot freed meanwhile is not missed.
+   * slot checks once more after parking, so a slot freed meanwhile is not missed.
    */
   private async wait(
     job: Job<DeliverJobData>,
     token: string | undefined,
     until: number,
-    destination?: string,
+    slot?: { destination: string; webhookId: string },
   ): Promise<never> {
     await job.moveToDelayed(Date.now() + jitter(Math.max(0, until - Date.now())), token);
-    if (destination && (await this.limiter.hasRoom(destination))) await this.wake([job.id ?? '']);
+    if (slot && (await this.limiter.hasRoom(slot.destination, slot.webhookId))) await this.wake([job.id ?? '']);
     throw new DelayedError();
   }
 

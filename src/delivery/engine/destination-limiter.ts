@@ -1,27 +1,32 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Batcher } from '../../core/batcher.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
+import { hostKeys } from '../host-state.js';
+import { decideLimit, type DropReason } from './host-limit.js';
 
-// Both scripts serve a batch: the attempts that start (or end) while the previous call is out go to Redis
-// in one call, grouped by destination: each destination's three keys (slots, breaker, waiters) once, then
-// its attempts in the order they came. Every key of a call must be in one Redis Cluster slot: they are,
-// under a hash-tag QUEUE_PREFIX (SCALING.md).
+const SCAN_WAITERS = 200;
 
-// How both scripts read that layout (DestinationLimiter.grouped writes it): from ARGV[at] on, per destination
-// its number of attempts, then two arguments per attempt. `start(slots, breaker, waiters)` runs once per
-// destination and returns the function each of its attempts is passed to (and optionally one to run after
-// them); returns every attempt's answer, destination by destination.
+// The scripts serve a batch: the attempts that start (or end) while the previous call is out go to Redis
+// in one call, grouped by host: each host's five keys (hostKeys: slots, breaker, waiters, limit,
+// webhooks) once, then its attempts in the order they came. Every key of a call must be in one Redis
+// Cluster slot: they are, under a hash-tag QUEUE_PREFIX (SCALING.md).
+
+// How the batch scripts read that layout (DestinationLimiter.grouped writes it): from ARGV[at] on, per host
+// its number of attempts, then `width` arguments per attempt. `start(...keys)` runs once per host and
+// returns the function each of its attempts is passed to (and optionally one to run after them); returns
+// every attempt's answer, host by host.
 const EACH_DESTINATION = `
-  local function eachDestination(at, start)
+  local function eachDestination(at, width, start)
     local out = {}
-    for g = 0, #KEYS / 3 - 1 do
-      local attempt, finish = start(KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3])
+    for g = 0, #KEYS / 5 - 1 do
+      local k = 5 * g
+      local attempt, finish = start(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
       for _ = 1, tonumber(ARGV[at]) do
-        out[#out + 1] = attempt(ARGV[at + 1], ARGV[at + 2])
-        at = at + 2
+        out[#out + 1] = attempt(unpack(ARGV, at + 1, at + width))
+        at = at + width
       end
       at = at + 1
       if finish then finish() end
@@ -29,143 +34,272 @@ const EACH_DESTINATION = `
     return out
   end`;
 
-// Per destination: slots (sorted set of `deliveryId:lockToken` scored by expiry, so a killed worker's
-// slots free themselves), breaker (hash), waiters (list of job ids). ARGV: now, expiresAt, cap, ttl,
-// waitersTtl, then per destination its number of attempts and each attempt's holder and job id. Returns
-// per attempt 0 when admitted, else until: > 0 is when the destination may be tried again (breaker open),
-// -1 means "woken by a release". What no attempt of the call changes is read once per destination: the
-// expired slots, the count, the breaker's open_until (only a release opens or closes it).
-const ACQUIRE = `${EACH_DESTINATION}
+// A slot is `webhookId|holder`, a waiter `webhookId|jobId`: the webhook's count (hash webhooks) follows
+// its slots, even those a killed worker leaves to expire. popEligible hands the turn to the first waiters
+// whose webhook is under its cap, looking at the first SCAN_WAITERS of them.
+const WEBHOOK_SLOTS = `
+  local function leave(webhooks, member)
+    local webhookId = string.match(member, '^(.-)|')
+    if webhookId and redis.call('HINCRBY', webhooks, webhookId, -1) <= 0 then redis.call('HDEL', webhooks, webhookId) end
+  end
+  local function popEligible(waiters, webhooks, cap, n)
+    local out = {}
+    if n <= 0 then return out end
+    local counted = {}
+    for _, entry in ipairs(redis.call('LRANGE', waiters, 0, ${SCAN_WAITERS - 1})) do
+      local webhookId, jobId = string.match(entry, '^(.-)|(.*)$')
+      if webhookId then
+        local held = counted[webhookId] or tonumber(redis.call('HGET', webhooks, webhookId) or '0')
+        if cap == 0 or held < cap then
+          redis.call('LREM', waiters, 1, entry)
+          out[#out + 1] = jobId
+          counted[webhookId] = held + 1
+          if #out >= n then break end
+        end
+      end
+    end
+    return out
+  end`;
+
+// Per host: slots (sorted set of `webhookId|deliveryId:lockToken` scored by expiry, so a killed worker's
+// slots free themselves), breaker (hash), waiters (list), limit (hash: the adaptive limit and its
+// window), webhooks (hash of slots per webhook). ARGV: now, expiresAt, webhook cap, ttl, waitersTtl,
+// initial limit, limit ttl, then per host its number of attempts and each attempt's holder, job id and
+// webhook id. Returns per attempt 0 when admitted, else until: > 0 is when the host may be tried again
+// (breaker open), -1 means "woken by a release". What no attempt of the call changes is read once per
+// host: the expired slots, the count, the limit, the breaker's open_until.
+const ACQUIRE = `${EACH_DESTINATION}${WEBHOOK_SLOTS}
   local now = tonumber(ARGV[1])
   local cap = tonumber(ARGV[3])
-  return eachDestination(6, function(slots, breaker, waiters)
-    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+  return eachDestination(8, 3, function(slots, breaker, waiters, state, webhooks)
+    local expired = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
+    if #expired > 0 then
+      for _, member in ipairs(expired) do leave(webhooks, member) end
+      redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+    end
     local count = redis.call('ZCARD', slots)
+    local limit = tonumber(redis.call('HGET', state, 'limit') or ARGV[6])
     local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
     local waiting = redis.call('EXISTS', waiters) == 1
     local taken = false
-    local function wait(jobId)
-      redis.call('LREM', waiters, 0, jobId)
-      redis.call('RPUSH', waiters, jobId)
+    local function wait(entry)
+      redis.call('LREM', waiters, 0, entry)
+      redis.call('RPUSH', waiters, entry)
       redis.call('PEXPIRE', waiters, ARGV[5])
       waiting = true
     end
-    local function acquire(holder, jobId)
+    local function acquire(holder, jobId, webhookId)
+      local member = webhookId .. '|' .. holder
+      local entry = webhookId .. '|' .. jobId
       if openUntil > now then return openUntil end
       local probing = false
       if openUntil > 0 then
         local probe = tonumber(redis.call('HGET', breaker, 'probe_until') or '0')
         if probe > now then
-          wait(jobId)
+          wait(entry)
           return probe
         end
         redis.call('HSET', breaker, 'probe_until', ARGV[2])
         probing = true
       end
-      if count < cap or redis.call('ZSCORE', slots, holder) then
-        count = count + redis.call('ZADD', slots, ARGV[2], holder)
+      local held = redis.call('ZSCORE', slots, member)
+      local mine = tonumber(redis.call('HGET', webhooks, webhookId) or '0')
+      if held or (count < limit and (cap == 0 or mine < cap)) then
+        if redis.call('ZADD', slots, ARGV[2], member) == 1 then
+          count = count + 1
+          redis.call('HINCRBY', webhooks, webhookId, 1)
+        end
         taken = true
-        if waiting then redis.call('LREM', waiters, 0, jobId) end
+        if waiting then redis.call('LREM', waiters, 0, entry) end
         return 0
       end
       if probing then redis.call('HDEL', breaker, 'probe_until') end
-      wait(jobId)
+      wait(entry)
       return -1
     end
     return acquire, function()
-      if taken then redis.call('PEXPIRE', slots, ARGV[4]) end
+      if not taken then return end
+      redis.call('PEXPIRE', slots, ARGV[4])
+      redis.call('PEXPIRE', webhooks, ARGV[4])
+      -- The window's peak in flight: whether the limit is in use, so whether it may grow.
+      if count > tonumber(redis.call('HGET', state, 'wpeak') or '0') then redis.call('HSET', state, 'wpeak', count) end
+      redis.call('PEXPIRE', state, ARGV[7])
     end
   end)`;
 
 // Ends attempts. Frees exactly each attempt's slot (a stale holder cannot free a newer one's) and hands
-// the turn to the first waiter; then feeds the breaker with what the attempt showed. Per destination:
-// slots, breaker, waiters; ARGV: now, threshold, cooldown, cap, then per destination its number of
-// attempts and each attempt's holder and signal: 'timeout' counts towards opening, 'answered' closes,
-// anything else leaves it. Opening doubles the cooldown of a breaker whose probe failed (up to 32x);
-// closing wakes up to `cap` waiters. Returns per attempt the job ids to wake.
-const RELEASE = `${EACH_DESTINATION}
+// the turn to the first eligible waiter; adds what the attempt showed to the host's window; then feeds the
+// breaker. ARGV: now, threshold, cooldown, webhook cap, initial limit, min limit, limit ttl, min window
+// (ms), then per host its number of attempts and each attempt's holder, webhook id, signal, latency (ms)
+// and admission time. Signals: 'ok' (2xx) adds a latency sample; '429', '503', 'refused', 'reset',
+// 'timeout' close the window at once unless the attempt was admitted before the last cut (it says
+// nothing of the cut limit); a window also closes once it is a recent minimum latency old (at least the
+// min window). 'timeout' counts towards opening the breaker, an answer ('ok', 'answered', '429', '503')
+// closes it, anything else leaves it. Opening sets the limit to its minimum (the two ends of one
+// mechanism) and doubles the cooldown of a breaker whose probe failed (up to 32x); closing wakes up to
+// the limit's waiters. Returns per attempt the job ids to wake and the closed window, if any, for
+// decideLimit: epoch, limit, peak, samples, latency sum, latency min, drop, recent minimum, ceiling.
+const RELEASE = `${EACH_DESTINATION}${WEBHOOK_SLOTS}
   local now = tonumber(ARGV[1])
   local threshold = tonumber(ARGV[2])
   local base = tonumber(ARGV[3])
-  return eachDestination(5, function(slots, breaker, waiters)
-    -- No breaker: an answer has nothing to close (the usual case, one call per destination, not per attempt).
+  local cap = tonumber(ARGV[4])
+  local DROPS = { ['429'] = true, ['503'] = true, refused = true, reset = true, timeout = true }
+  local ANSWERS = { ok = true, answered = true, ['429'] = true, ['503'] = true }
+  return eachDestination(9, 5, function(slots, breaker, waiters, state, webhooks)
+    -- No breaker: an answer has nothing to close (the usual case, one call per host, not per attempt).
     local closed = redis.call('EXISTS', breaker) == 0
-    local function release(holder, signal)
-      local woken = {}
-      if redis.call('ZREM', slots, holder) == 1 then
-        local id = redis.call('LPOP', waiters)
-        if id then woken[1] = id end
+    local function restart()
+      local epoch = redis.call('HINCRBY', state, 'epoch', 1)
+      redis.call('HSET', state, 'wstart', now, 'wcount', 0, 'wsum', 0, 'wpeak', redis.call('ZCARD', slots))
+      redis.call('HDEL', state, 'wmin')
+      return epoch
+    end
+    local function closeWindow(drop)
+      local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling')
+      local epoch = restart()
+      if drop ~= '' then redis.call('HSET', state, 'cut_at', now) end
+      return { tostring(epoch), w[1] or ARGV[5], w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '' }
+    end
+    local function sample(signal, latency, admittedAt)
+      if DROPS[signal] then
+        if tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
+        return closeWindow(signal)
       end
-      if signal == 'answered' then
-        if closed then return woken end
+      if signal ~= 'ok' then return {} end
+      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt')
+      local ms = tonumber(latency)
+      redis.call('HINCRBY', state, 'wcount', 1)
+      redis.call('HINCRBY', state, 'wsum', ms)
+      if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
+      if not w[1] then
+        redis.call('HSET', state, 'wstart', now)
+        return {}
+      end
+      if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), tonumber(ARGV[8])) then return {} end
+      return closeWindow('')
+    end
+    local function release(holder, webhookId, signal, latency, admittedAt)
+      local woken = {}
+      local window = {}
+      local member = webhookId .. '|' .. holder
+      if redis.call('ZREM', slots, member) == 1 then
+        leave(webhooks, member)
+        woken = popEligible(waiters, webhooks, cap, 1)
+        window = sample(signal, latency, admittedAt)
+        redis.call('PEXPIRE', state, ARGV[7])
+      end
+      if ANSWERS[signal] then
+        if closed then return { woken, window } end
         if redis.call('HEXISTS', breaker, 'open_until') == 1 then
-          for _, id in ipairs(redis.call('LPOP', waiters, tonumber(ARGV[4])) or {}) do woken[#woken + 1] = id end
+          local limit = tonumber(redis.call('HGET', state, 'limit') or ARGV[5])
+          for _, id in ipairs(popEligible(waiters, webhooks, cap, limit)) do woken[#woken + 1] = id end
         end
         redis.call('DEL', breaker)
         closed = true
-        return woken
+        return { woken, window }
       end
-      if signal ~= 'timeout' then return woken end
+      -- A breaker switched off (threshold 0) is never opened; the limit still takes the timeout.
+      if signal ~= 'timeout' or threshold == 0 then return { woken, window } end
       closed = false
       local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
       -- Already open: attempts that began before it opened change nothing.
-      if openUntil > now then return woken end
+      if openUntil > now then return { woken, window } end
       local fails = redis.call('HINCRBY', breaker, 'fails', 1)
       if openUntil == 0 and fails < threshold then
         redis.call('PEXPIRE', breaker, 86400000)
-        return woken
+        return { woken, window }
       end
       local cooldown = base
       if openUntil > 0 then cooldown = math.min(tonumber(redis.call('HGET', breaker, 'cooldown') or base) * 2, base * 32) end
       redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
       redis.call('HDEL', breaker, 'probe_until')
       redis.call('PEXPIRE', breaker, 86400000)
-      return woken
+      -- Paused: it resumes from the least limit. A window closed above is superseded (its epoch is past).
+      restart()
+      redis.call('HSET', state, 'limit', ARGV[6], 'reason', 'paused', 'changed_at', now, 'cut_at', now)
+      redis.call('PEXPIRE', state, ARGV[7])
+      return { woken, {} }
     end
     return release
   end)`;
+
+// Sets the limit decideLimit chose for a closed window, unless a later window closed meanwhile (or the
+// breaker set it). KEYS: slots, waiters, limit, webhooks. ARGV: now, epoch, limit, recent minimum,
+// reason ('' = unchanged), webhook cap, limit ttl, ceiling ('' = none). Returns the job ids to wake for the room it made.
+const DECIDE = `${WEBHOOK_SLOTS}
+  if redis.call('HGET', KEYS[3], 'epoch') ~= ARGV[2] then return {} end
+  redis.call('HSET', KEYS[3], 'limit', ARGV[3])
+  if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], 'minrtt', ARGV[4]) end
+  if ARGV[8] ~= '' then redis.call('HSET', KEYS[3], 'ceiling', ARGV[8]) else redis.call('HDEL', KEYS[3], 'ceiling') end
+  if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], 'reason', ARGV[5], 'changed_at', ARGV[1]) end
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  return popEligible(KEYS[2], KEYS[4], tonumber(ARGV[6]), tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1]))`;
 
 type LimiterRedis = Redis & {
   /** numkeys, then the keys and the arguments as ACQUIRE reads them. */
   acquireSlots(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
   /** numkeys, then the keys and the arguments as RELEASE reads them. */
-  releaseSlots(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<string[][]>;
+  releaseSlots(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[string[], string[]][]>;
+  /** numkeys, then the keys and the arguments as DECIDE reads them. */
+  decideLimit(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<string[]>;
 };
 
 interface Acquiring {
   destination: string;
   holder: string;
   jobId: string;
+  webhookId: string;
 }
 
-interface Releasing {
+interface Releasing extends Attempted {
   destination: string;
   holder: string;
-  signal: DestinationSignal;
+  webhookId: string;
 }
 
 export type Admission = { admitted: true } | { admitted: false; until: number | null };
 
-/** What an attempt showed of its destination: timed out, answered (any HTTP status), or neither. */
-export type DestinationSignal = 'timeout' | 'answered' | 'other';
+/**
+ * What an attempt showed of its host: a 2xx (`ok`, its latency a sample), another answer, an overload
+ * signal (DropReason), or nothing (`other`: not sent, or failed in a way that says nothing of the host).
+ */
+export type HostSignal = 'ok' | 'answered' | DropReason | 'other';
+
+/** What a release reports: the signal, the attempt's latency, and when it was admitted (ms). */
+export interface Attempted {
+  signal: HostSignal;
+  latencyMs: number;
+  admittedAt: number;
+}
 
 const WAITERS_TTL_MS = 3_600_000;
-const UNCAPPED = 1_000_000_000;
+// An idle host's limit is forgotten after this long: it starts again from DELIVERY_HOST_INITIAL_LIMIT.
+const LIMIT_TTL_MS = 3_600_000;
+// A window is at least this long, so a 1 ms receiver's limit does not move on every batch.
+const MIN_WINDOW_MS = 100;
 const MAX_BATCH = 500;
 
 /**
- * Per-destination (host:port) admission across all workers: an in-flight cap, so one slow or dead
- * receiver cannot take every slot, and a circuit breaker, so a destination that keeps timing out is
- * paused, then probed by one attempt, instead of holding slots. Jobs turned away wait in a list and are
- * woken by the release that frees their turn.
+ * Admission to a host (host:port) across all workers: at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK
+ * attempts in flight per webhook, and per host an adaptive limit (decideLimit in host-limit.ts states
+ * the rule) kept in Redis with the host's slots, so every worker admits against the same limit; and a
+ * circuit breaker, the limit's other end, so a host that keeps timing out is paused at the least limit,
+ * then probed by one attempt, instead of holding slots. Jobs turned away wait in a list and are woken by
+ * the release (or the raised limit) that makes their turn.
  */
 @Injectable()
 export class DestinationLimiter {
+  private readonly logger = new Logger('DestinationLimiter');
   private readonly redis: LimiterRedis;
   private readonly slotTtlMs: number;
   // One call out at a time each: what comes meanwhile goes in the next (one script run, not one per attempt).
   private readonly acquires = new Batcher<Acquiring, Admission>((batch) => this.acquireBatch(batch), 1, MAX_BATCH);
-  private readonly releases = new Batcher<Releasing, string[]>((batch) => this.releaseBatch(batch), 1, MAX_BATCH);
+  private readonly releases = new Batcher<Releasing, [string[], string[]]>(
+    (batch) => this.releaseBatch(batch),
+    1,
+    MAX_BATCH,
+  );
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -174,43 +308,98 @@ export class DestinationLimiter {
     this.redis = redis.get('destination-limiter') as LimiterRedis;
     this.redis.defineCommand('acquireSlots', { lua: ACQUIRE });
     this.redis.defineCommand('releaseSlots', { lua: RELEASE });
+    this.redis.defineCommand('decideLimit', { lua: DECIDE });
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
   }
 
-  private get cap(): number {
-    return this.config.maxInFlightPerDestination || UNCAPPED;
-  }
-
   private keys(destination: string): string[] {
-    const base = `${this.config.queuePrefix}:dest:${destination}`;
-    return [`${base}:inflight`, `${base}:breaker`, `${base}:waiters`];
-  }
-
-  /** `holder` names this attempt (delivery id and job lock token); `jobId` is what a release wakes. */
-  acquire(destination: string, holder: string, jobId: string): Promise<Admission> {
-    return this.acquires.add({ destination, holder, jobId });
+    const { slots, breaker, waiters, limit, webhooks } = hostKeys(this.config.queuePrefix, destination);
+    return [slots, breaker, waiters, limit, webhooks];
   }
 
   /**
-   * Frees the slot and feeds the circuit breaker with what the attempt showed (`other` leaves it as it
-   * is), in one round trip; returns the job ids to wake (promote).
+   * `holder` names this attempt (delivery id and job lock token); `jobId` is what a release wakes;
+   * `webhookId` whose cap it counts against.
    */
-  release(destination: string, holder: string, signal: DestinationSignal = 'other'): Promise<string[]> {
-    return this.releases.add({ destination, holder, signal }).catch(() => []);
+  acquire(destination: string, holder: string, jobId: string, webhookId: string): Promise<Admission> {
+    return this.acquires.add({ destination, holder, jobId, webhookId });
+  }
+
+  /**
+   * Frees the slot, adds what the attempt showed to the host's limit and breaker (`other` changes
+   * neither), and sets the host's next limit when the attempt closed a window; returns the job ids to
+   * wake (promote).
+   */
+  async release(
+    destination: string,
+    holder: string,
+    webhookId: string,
+    attempted: Attempted = { signal: 'other', latencyMs: 0, admittedAt: 0 },
+  ): Promise<string[]> {
+    try {
+      const [woken, window] = await this.releases.add({ destination, holder, webhookId, ...attempted });
+      if (window.length === 0) return woken;
+      return woken.concat(await this.decide(destination, window));
+    } catch {
+      return [];
+    }
+  }
+
+  /** Computes and sets the limit a closed window calls for; returns the waiters its room wakes. */
+  private async decide(destination: string, closed: string[]): Promise<string[]> {
+    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling] = closed;
+    const decision = decideLimit(
+      {
+        limit: Number(limit),
+        peakInFlight: Number(peak),
+        samples: Number(samples),
+        latencySumMs: Number(latencySum),
+        latencyMinMs: Number(latencyMin),
+        drop: drop === '' ? null : (drop as DropReason),
+        minRttMs: minRtt === '' ? null : Number(minRtt),
+        ceiling: ceiling === '' ? null : Number(ceiling),
+      },
+      this.config.hostLimit,
+    );
+    if (decision.reason && decision.reason !== 'growth') {
+      this.logger.log({ msg: 'host limit cut', host: destination, limit: decision.limit, reason: decision.reason });
+    }
+    const [slots, , waiters, state, webhooks] = this.keys(destination);
+    return this.redis.decideLimit(
+      4,
+      slots,
+      waiters,
+      state,
+      webhooks,
+      Date.now(),
+      epoch,
+      decision.limit,
+      decision.minRttMs === null ? '' : decision.minRttMs.toFixed(2),
+      decision.reason ?? '',
+      this.config.maxInFlightPerWebhook,
+      LIMIT_TTL_MS,
+      decision.ceiling ?? '',
+    );
   }
 
   private async acquireBatch(batch: Acquiring[]): Promise<Admission[]> {
     const now = Date.now();
     const ttl = this.slotTtlMs;
-    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, jobId }) => [holder, jobId]);
+    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, jobId, webhookId }) => [
+      holder,
+      jobId,
+      webhookId,
+    ]);
     const results = await this.redis.acquireSlots(
       keys.length,
       ...keys,
       now,
       now + ttl,
-      this.cap,
+      this.config.maxInFlightPerWebhook,
       ttl,
       WAITERS_TTL_MS,
+      this.config.hostLimit.initial,
+      LIMIT_TTL_MS,
       ...args,
     );
     return inBatchOrder(results).map((until) =>
@@ -218,12 +407,14 @@ export class DestinationLimiter {
     );
   }
 
-  private async releaseBatch(batch: Releasing[]): Promise<string[][]> {
+  private async releaseBatch(batch: Releasing[]): Promise<[string[], string[]][]> {
     const { threshold, cooldownMs } = this.config.breaker;
-    // A breaker switched off (threshold 0) is fed nothing: every attempt counts as `other`.
-    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, signal }) => [
+    const { keys, args, inBatchOrder } = this.grouped(batch, ({ holder, webhookId, signal, latencyMs, admittedAt }) => [
       holder,
-      threshold === 0 ? 'other' : signal,
+      webhookId,
+      signal,
+      Math.max(0, Math.round(latencyMs)),
+      admittedAt,
     ]);
     const results = await this.redis.releaseSlots(
       keys.length,
@@ -231,20 +422,24 @@ export class DestinationLimiter {
       Date.now(),
       threshold,
       cooldownMs,
-      Math.min(this.cap, 1000),
+      this.config.maxInFlightPerWebhook,
+      this.config.hostLimit.initial,
+      this.config.hostLimit.min,
+      LIMIT_TTL_MS,
+      MIN_WINDOW_MS,
       ...args,
     );
     return inBatchOrder(results);
   }
 
   /**
-   * A batch as the scripts take it: each destination's keys once, then its number of attempts and each
-   * one's arguments (EACH_DESTINATION reads it); `inBatchOrder` puts the script's answers, which come
-   * destination by destination, back in the batch's order.
+   * A batch as the scripts take it: each host's keys once, then its number of attempts and each one's
+   * arguments (EACH_DESTINATION reads it); `inBatchOrder` puts the script's answers, which come host by
+   * host, back in the batch's order.
    */
   private grouped<T extends { destination: string }>(
     batch: T[],
-    argsOf: (item: T) => string[],
+    argsOf: (item: T) => (string | number)[],
   ): { keys: string[]; args: (string | number)[]; inBatchOrder: <R>(answers: R[]) => R[] } {
     const byDestination = new Map<string, number[]>();
     batch.forEach(({ destination }, index) => {
@@ -269,17 +464,23 @@ export class DestinationLimiter {
     return { keys, args, inBatchOrder };
   }
 
-  /** True when a slot is free now (a job that just went to wait checks it, in case its wake was missed). */
-  async hasRoom(destination: string): Promise<boolean> {
-    const [slots] = this.keys(destination);
-    const now = Date.now();
+  /**
+   * True when the host and the webhook have room now (a job that just went to wait checks it, in case
+   * its wake was missed).
+   */
+  async hasRoom(destination: string, webhookId: string): Promise<boolean> {
+    const [slots, , , state, webhooks] = this.keys(destination);
     const results = await this.redis
       .multi()
-      .zremrangebyscore(slots, '-inf', now)
-      .zcard(slots)
+      .zcount(slots, `(${Date.now()}`, '+inf')
+      .hget(state, 'limit')
+      .hget(webhooks, webhookId)
       .exec()
       .catch(() => null);
-    const count = results?.[1]?.[1];
-    return typeof count === 'number' && count < this.cap;
+    if (!results || results.some(([error]) => error)) return false;
+    const [count, limit, mine] = results.map(([, value]) => value);
+    const cap = this.config.maxInFlightPerWebhook;
+    const hostLimit = limit === null ? this.config.hostLimit.initial : Number(limit);
+    return Number(count) < hostLimit && (cap === 0 || Number(mine ?? 0) < cap);
   }
 }

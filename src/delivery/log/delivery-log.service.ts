@@ -103,7 +103,7 @@ export class DeliveryLogService {
     if (maxAttempts === null) {
       throw ApiError.invalidField('status', 'the delivery changed meanwhile (another retry, or its attempt ended)');
     }
-    const job = { deliveryId, url: webhook.url, workspaceId };
+    const job = { deliveryId, url: webhook.url, workspaceId, webhookId };
     if (pending) await this.queue.runNow({ ...job, maxAttempts });
     else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, maxAttempts) }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);

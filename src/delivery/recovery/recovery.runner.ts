@@ -139,6 +139,7 @@ export class RecoveryRunner {
       deliveryId: d.id,
       url: webhook.url,
       workspaceId: recovery.workspaceId,
+      webhookId: webhook.id,
       // Named as a manual retry's job: the delivery's last job may not be gone yet, and DELETE removes it by this name.
       jobId: manualJobId(d.id, d.max_attempts),
     }));

@@ -32,7 +32,9 @@ export class DeliverySweeper {
     let after: { nextAttemptAt: Date | string; id: string } = { nextAttemptAt: '-infinity', id: '' };
     while (!signal?.aborted) {
       const rows = await this.store.overdue(dueBefore, after, SWEEP_BATCH);
-      await this.queue.add(rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId })));
+      await this.queue.add(
+        rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId, webhookId: r.webhookId })),
+      );
       offered += rows.length;
       if (rows.length < SWEEP_BATCH) break;
       after = rows[rows.length - 1];

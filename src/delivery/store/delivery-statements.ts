@@ -76,12 +76,13 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
     JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
     RETURNING id, webhook_id, status
   ), pending AS (
-    SELECT o.id, b.url FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
+    SELECT o.id, b.url, b.id AS webhook_id FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
   )
   SELECT (SELECT count(*) FROM sub)::int AS created,
          (SELECT count(*) FROM bound)::int AS bound,
          ARRAY(SELECT id FROM pending ORDER BY id) AS delivery_ids,
-         ARRAY(SELECT url FROM pending ORDER BY id) AS urls`,
+         ARRAY(SELECT url FROM pending ORDER BY id) AS urls,
+         ARRAY(SELECT webhook_id FROM pending ORDER BY id) AS webhook_ids`,
 );
 
 // --- claim and record (the worker, per batch of attempts) ---
@@ -239,7 +240,8 @@ export const DUE_BEFORE = prepared(
 /** Keyset paging on (next_attempt_at, id): each page starts after the last row of the previous one. */
 export const OVERDUE_PAGE = prepared(
   'deliveries_overdue_page',
-  `SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId"
+  `SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId",
+          d.webhook_id AS "webhookId"
    FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
    WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3)
    ORDER BY d.next_attempt_at, d.id LIMIT $4`,

@@ -39,6 +39,7 @@ export interface OutboxWritten {
   bound: number;
   delivery_ids: string[];
   urls: string[];
+  webhook_ids: string[];
 }
 
 export interface OverdueDelivery {
@@ -46,6 +47,7 @@ export interface OverdueDelivery {
   nextAttemptAt: Date;
   url: string;
   workspaceId: string;
+  webhookId: string;
 }
 
 /**

@@ -73,7 +73,7 @@ export class TestEventService {
         completedAt: null,
       });
     });
-    await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId }]);
+    await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId, webhookId: webhook.id }]);
     return this.deliveries.findOneByOrFail({ id: delivery.id });
   }
 

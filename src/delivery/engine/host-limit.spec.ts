@@ -1,0 +1,96 @@
+import { decideLimit, type HostWindow } from './host-limit.js';
+
+const BOUNDS = { min: 1, max: 1000 };
+
+/** A window of a host answering 2xx in `latencyMs` (each sample alike), its limit in use. */
+const window = (over: Partial<HostWindow> = {}): HostWindow => ({
+  limit: 20,
+  peakInFlight: 20,
+  samples: 20,
+  latencySumMs: 20 * 250,
+  latencyMinMs: 250,
+  drop: null,
+  minRttMs: 250,
+  ceiling: null,
+  ...over,
+});
+
+describe('decideLimit', () => {
+  it('grows by the square root of the limit while the host answers 2xx at its recent latency', () => {
+    expect(decideLimit(window(), BOUNDS)).toEqual({ limit: 25, minRttMs: 250, ceiling: null, reason: 'growth' });
+    expect(decideLimit(window({ limit: 400, peakInFlight: 400 }), BOUNDS).limit).toBe(420);
+  });
+
+  it('does not grow a limit the load does not reach (less than half of it in flight)', () => {
+    expect(decideLimit(window({ limit: 100, peakInFlight: 40 }), BOUNDS)).toMatchObject({ limit: 100, reason: null });
+  });
+
+  it('does not grow past the maximum', () => {
+    expect(decideLimit(window({ limit: 990, peakInFlight: 990 }), BOUNDS)).toMatchObject({ limit: 1000 });
+    expect(decideLimit(window({ limit: 1000, peakInFlight: 1000 }), BOUNDS)).toMatchObject({ reason: null });
+  });
+
+  it.each(['429', '503', 'refused', 'reset', 'timeout'] as const)('halves the limit at once on %s', (drop) => {
+    expect(decideLimit(window({ limit: 40, drop }), BOUNDS)).toEqual({
+      limit: 20,
+      minRttMs: 250,
+      ceiling: 40,
+      reason: drop,
+    });
+  });
+
+  it('cuts on an overload signal even when the latencies looked fine, never below the minimum', () => {
+    expect(decideLimit(window({ limit: 1, drop: '503' }), BOUNDS)).toMatchObject({ limit: 1, reason: null });
+    expect(decideLimit(window({ limit: 3, drop: 'timeout' }), { min: 2, max: 10 })).toMatchObject({ limit: 2 });
+  });
+
+  it('grows slowly near the limit of the last overload, on both sides, and forgets it past twice that', () => {
+    // Cut from 40 to 20: back towards 40 in shrinking steps, 1 per window next to it.
+    expect(decideLimit(window({ limit: 20, ceiling: 40 }), BOUNDS)).toMatchObject({ limit: 22, ceiling: 40 });
+    expect(decideLimit(window({ limit: 38, peakInFlight: 38, ceiling: 40 }), BOUNDS).limit).toBe(39);
+    expect(decideLimit(window({ limit: 41, peakInFlight: 41, ceiling: 40 }), BOUNDS).limit).toBe(42);
+    expect(decideLimit(window({ limit: 75, peakInFlight: 75, ceiling: 40 }), BOUNDS)).toEqual({
+      limit: 83,
+      minRttMs: 250,
+      ceiling: null,
+      reason: 'growth',
+    });
+  });
+
+  it('cuts in proportion when the mean latency is well above the recent minimum (the host is queueing)', () => {
+    // 2 x 250 + 100 = 600 ms is the most a queueing-free host shows; 800 ms cuts to 600/800 of the limit.
+    const slow = window({ limit: 40, latencySumMs: 20 * 800, latencyMinMs: 700 });
+    expect(decideLimit(slow, BOUNDS)).toMatchObject({ limit: 30, reason: 'latency' });
+    // Never by more than half at once.
+    const crawling = window({ limit: 40, latencySumMs: 20 * 5000, latencyMinMs: 4000 });
+    expect(decideLimit(crawling, BOUNDS)).toMatchObject({ limit: 20, reason: 'latency' });
+  });
+
+  it('holds between steady and queueing latency', () => {
+    const rising = window({ limit: 40, peakInFlight: 40, latencySumMs: 20 * 550, latencyMinMs: 500 });
+    expect(decideLimit(rising, BOUNDS)).toMatchObject({ limit: 40, reason: null });
+  });
+
+  it("does not take a fast receiver's few ms of jitter for queueing (the slack)", () => {
+    const instant = window({ limit: 100, peakInFlight: 100, minRttMs: 1, latencyMinMs: 1, latencySumMs: 20 * 40 });
+    expect(decideLimit(instant, BOUNDS)).toMatchObject({ limit: 110, reason: 'growth' });
+  });
+
+  it('takes a faster answer as the recent minimum at once, and follows a slower host slowly', () => {
+    expect(decideLimit(window({ latencyMinMs: 100, latencySumMs: 20 * 120 }), BOUNDS).minRttMs).toBe(100);
+    const slower = decideLimit(window({ latencyMinMs: 410, latencySumMs: 20 * 420 }), BOUNDS).minRttMs!;
+    expect(slower).toBeGreaterThan(250);
+    expect(slower).toBeLessThan(270);
+  });
+
+  it('learns the recent minimum from the first window, and holds a window without 2xx', () => {
+    expect(decideLimit(window({ minRttMs: null }), BOUNDS)).toEqual({
+      limit: 25,
+      minRttMs: 250,
+      ceiling: null,
+      reason: 'growth',
+    });
+    const empty = window({ samples: 0, latencySumMs: 0, latencyMinMs: 0, minRttMs: null });
+    expect(decideLimit(empty, BOUNDS)).toEqual({ limit: 20, minRttMs: null, ceiling: null, reason: null });
+  });
+});

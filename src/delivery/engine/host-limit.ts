@@ -1,0 +1,108 @@
+/**
+ * The next concurrency limit of a host, from one window of what its attempts showed.
+ *
+ * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise. A
+ * window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round trip.
+ * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
+ *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
+ *   latencies); once per window, as attempts begun before the cut say nothing of the new limit.
+ * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
+ *   latency, Envoy's minRTT). Well above it (twice it, plus slack for our own event loop), the host
+ *   is queueing: the limit is cut in proportion, by at most half (Gradient2's and Envoy's gradient).
+ *   Near it, and the limit in use, the limit grows by its square root per window (Envoy's and
+ *   Gradient2's headroom): from 20 to a few hundred within seconds, where TCP's +1 per round trip
+ *   would take minutes, and slower the higher it is. Between the two it holds.
+ * - Growth remembers the limit of the last overload (CUBIC's Wmax): the step shrinks in proportion
+ *   to the distance to it, down to 1 per window near it, on both sides, so a host that answers 503
+ *   above N open is probed past N once in many windows rather than every other one; past twice that
+ *   limit it is forgotten.
+ * - The recent minimum follows a host that became slower for good: a window whose fastest answer is
+ *   above it raises it by a fraction of the difference (Envoy measures it again instead, by pausing
+ *   the host down to a few requests, which costs throughput at every remeasure).
+ */
+
+/** Why a limit changed: grown, cut for an overload signal or for latency, or set by the breaker. */
+export type LimitReason = 'growth' | 'latency' | '429' | '503' | 'refused' | 'reset' | 'timeout' | 'paused';
+
+/** The overload signals, each of which cuts at once. */
+export type DropReason = '429' | '503' | 'refused' | 'reset' | 'timeout';
+
+export interface HostWindow {
+  limit: number;
+  /** Most attempts in flight at the host during the window. */
+  peakInFlight: number;
+  /** 2xx answers in the window, the sum and the least of their latencies (ms). */
+  samples: number;
+  latencySumMs: number;
+  latencyMinMs: number;
+  /** The overload signal that closed the window, if one did. */
+  drop: DropReason | null;
+  /** The host's recent minimum latency, null before its first 2xx. */
+  minRttMs: number | null;
+  /** The limit at the last overload signal, null when none is remembered. */
+  ceiling: number | null;
+}
+
+export interface LimitBounds {
+  min: number;
+  max: number;
+}
+
+export interface LimitDecision {
+  limit: number;
+  minRttMs: number | null;
+  ceiling: number | null;
+  /** Null when the limit stayed as it was. */
+  reason: LimitReason | null;
+}
+
+/** The mean latency above which the host is queueing: this many times its recent minimum, plus the slack. */
+export const LATENCY_CUT_RATIO = 2;
+/** The mean latency under which the limit may grow. */
+export const LATENCY_GROW_RATIO = 1.5;
+/** Our own delays (event loop, batching) that a 1 ms receiver's latency must not be mistaken for. */
+export const LATENCY_SLACK_MS = 100;
+/** The multiplicative decrease on an overload signal, and the deepest latency cut. */
+export const BACKOFF = 0.5;
+/** How much of the difference a slower window's fastest answer moves the recent minimum up. */
+const MIN_RTT_DRIFT = 1 / 16;
+
+const clamp = (limit: number, { min, max }: LimitBounds) => Math.min(max, Math.max(min, Math.floor(limit)));
+
+function nextMinRtt(window: HostWindow): number | null {
+  if (window.samples === 0) return window.minRttMs;
+  const { latencyMinMs: fastest, minRttMs: recent } = window;
+  if (recent === null || fastest <= recent) return fastest;
+  return recent + (fastest - recent) * MIN_RTT_DRIFT;
+}
+
+/** The growth step: the limit's square root, shrunk near the last overload's limit (at least 1). */
+export function growthStep(limit: number, ceiling: number | null): number {
+  const step = Math.sqrt(limit);
+  if (ceiling === null) return Math.ceil(step);
+  return Math.max(1, Math.round((step * Math.abs(ceiling - limit)) / ceiling));
+}
+
+export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecision {
+  const minRttMs = nextMinRtt(window);
+  const decided = (limit: number, reason: LimitReason, ceiling = window.ceiling): LimitDecision => {
+    const next = clamp(limit, bounds);
+    const kept = ceiling !== null && next < ceiling * 2 ? ceiling : null;
+    return { limit: next, minRttMs, ceiling: kept, reason: next === window.limit ? null : reason };
+  };
+  if (window.drop) return decided(window.limit * BACKOFF, window.drop, window.limit);
+  if (window.samples === 0) return decided(window.limit, 'growth');
+  // Measured against the minimum as it was (or this window's, when faster), before it follows a slower host.
+  const baseline = Math.min(window.minRttMs ?? window.latencyMinMs, window.latencyMinMs);
+  const meanMs = window.latencySumMs / window.samples;
+  const queueing = baseline * LATENCY_CUT_RATIO + LATENCY_SLACK_MS;
+  if (meanMs > queueing) {
+    return decided(Math.min(window.limit - 1, window.limit * Math.max(BACKOFF, queueing / meanMs)), 'latency');
+  }
+  // Growing a limit the host's load does not reach would let a later burst through unmeasured.
+  const used = window.peakInFlight * 2 >= window.limit;
+  if (used && meanMs <= baseline * LATENCY_GROW_RATIO + LATENCY_SLACK_MS) {
+    return decided(window.limit + growthStep(window.limit, window.ceiling), 'growth');
+  }
+  return decided(window.limit, 'growth');
+}

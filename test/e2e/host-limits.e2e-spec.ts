@@ -1,0 +1,130 @@
+import { freePort, createTestApp, type TestApp } from '../support/test-app.js';
+import { Receiver, waitFor, type Behaviour, type ReceivedRequest } from '../support/receiver.js';
+import { setupWebhook, submit } from '../support/delivery.js';
+import { client, registerWebhook } from '../support/management-api.js';
+
+// A host's adaptive limit (DESIGN 5, "Isolation and admission") against real local receivers: it grows
+// for a host that answers 2xx at steady latency, is cut for one that answers 503 when overloaded, and
+// the per-webhook cap holds whatever the host's limit.
+
+/** One workspace with `count` webhooks at `url`, all bound to one calculator: a submission makes one delivery each. */
+async function webhooksAt(t: TestApp, url: string, count: number) {
+  const first = await setupWebhook(t, url);
+  const ids = [first.webhook.id as string];
+  for (let i = 1; i < count; i++) {
+    ids.push((await registerWebhook(first.api, { url, calculators: [first.calculator.id] })).id as string);
+  }
+  const submitMany = async (n: number) => {
+    for (let i = 0; i < n; i++) await submit(first.api, first.calculator.id, { data: { i } });
+  };
+  return { ...first, ids, submitMany };
+}
+
+const statuses = async (t: TestApp, webhookIds: string[]) =>
+  (
+    (await t.dataSource.query(
+      `SELECT status, count(*)::int AS n FROM deliveries WHERE webhook_id = ANY($1) GROUP BY 1`,
+      [webhookIds],
+    )) as { status: string; n: number }[]
+  ).reduce<Record<string, number>>((all, { status, n }) => ({ ...all, [status]: n }), {});
+
+/** Most requests of one webhook open at once at the receiver (the payload names the webhook). */
+function maxOpenPerWebhook(requests: ReceivedRequest[]): number {
+  const byWebhook = new Map<string, ReceivedRequest[]>();
+  for (const r of requests) {
+    const id = (JSON.parse(r.body) as { webhookId: string }).webhookId;
+    byWebhook.set(id, [...(byWebhook.get(id) ?? []), r]);
+  }
+  let most = 0;
+  for (const list of byWebhook.values()) {
+    const events = list.flatMap((r) => [
+      { at: r.receivedAt, step: 1 },
+      { at: r.answeredAt ?? Infinity, step: -1 },
+    ]);
+    // An answer and the next request in the same ms: the answer first.
+    events.sort((a, b) => a.at - b.at || a.step - b.step);
+    let open = 0;
+    for (const { step } of events) most = Math.max(most, (open += step));
+  }
+  return most;
+}
+
+function useApp(env: Record<string, string>) {
+  const ctx = { t: undefined as unknown as TestApp, receivers: [] as Receiver[], metricsUrl: '' };
+  const start = async (behaviour?: Behaviour) => {
+    const receiver = await Receiver.start(behaviour);
+    ctx.receivers.push(receiver);
+    return receiver;
+  };
+  beforeAll(async () => {
+    const metricsPort = await freePort();
+    ctx.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    ctx.t = await createTestApp({
+      WORKER_ENABLED: 'true',
+      SWEEP_INTERVAL_MS: '1000',
+      METRICS_PORT: String(metricsPort),
+      ...env,
+    });
+  });
+  afterEach(async () => {
+    await Promise.all(ctx.receivers.splice(0).map((r) => r.close()));
+  });
+  afterAll(() => ctx.t.close());
+  return { ctx, start };
+}
+
+describe('a host that answers 2xx at a steady 250 ms', () => {
+  const { ctx, start } = useApp({});
+
+  it('gets more than the initial 20 requests open at once: its limit grew, shown in health and /metrics', async () => {
+    const receiver = await start(() => ({ status: 200, delayMs: 250 }));
+    const hooks = await webhooksAt(ctx.t, receiver.url, 20);
+    await hooks.submitMany(40);
+    await waitFor(() => receiver.maxOpen > 20, 30_000, 'more than 20 requests open at the host');
+    const health = (await client(ctx.t, hooks.key).get(`/webhooks/${hooks.ids[0]}/health`)).body.data;
+    expect(health.host.limit).toBeGreaterThan(20);
+    expect(health.host.lastChange).toMatchObject({ reason: 'growth' });
+    expect(Number.isNaN(Date.parse(health.host.lastChange.at))).toBe(false);
+    const host = new URL(receiver.url).host;
+    const metrics = await (await fetch(ctx.metricsUrl)).text();
+    const limit = new RegExp(`^webhook_host_concurrency_limit\\{host="${host}"\\} (\\d+)$`, 'm').exec(metrics);
+    expect(Number(limit?.[1])).toBeGreaterThan(20);
+    expect(metrics).toMatch(new RegExp(`^webhook_host_in_flight\\{host="${host}"\\} \\d+$`, 'm'));
+    expect(metrics).toMatch(
+      new RegExp(`^webhook_host_limit_last_change_timestamp_seconds\\{host="${host}",reason="\\w+"\\} [\\d.e+]+$`, 'm'),
+    );
+    await waitFor(async () => (await statuses(ctx.t, hooks.ids)).succeeded === 800, 60_000, 'every delivery');
+  }, 120_000);
+});
+
+describe('a host that answers 503 whenever more than 10 requests are open', () => {
+  const N = 10;
+  const { ctx, start } = useApp({ DELIVERY_RETRY_SCHEDULE: Array(20).fill('200ms').join(',') });
+
+  it('sees its open requests held near 10 (the limit was cut), and every delivery ends succeeded', async () => {
+    const receiver = await start(() => ({ status: receiver.open > N ? 503 : 200, delayMs: 100 }));
+    const hooks = await webhooksAt(ctx.t, receiver.url, 5);
+    await hooks.submitMany(60);
+    await waitFor(async () => (await statuses(ctx.t, hooks.ids)).succeeded === 300, 90_000, 'every delivery');
+    expect(await statuses(ctx.t, hooks.ids)).toEqual({ succeeded: 300 });
+    // Past the start (20 at once, the initial limit), few requests find more than N open.
+    const later = receiver.requests.slice(40);
+    const over = later.filter((r) => r.openAtArrival > N).length;
+    expect(over / later.length).toBeLessThan(0.1);
+    const health = (await client(ctx.t, hooks.key).get(`/webhooks/${hooks.ids[0]}/health`)).body.data;
+    expect(health.host.limit).toBeLessThanOrEqual(2 * N);
+  }, 120_000);
+});
+
+describe('the per-webhook cap', () => {
+  const { ctx, start } = useApp({ DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '3' });
+
+  it('holds at most the cap open for one webhook, while another webhook at the host goes beside it', async () => {
+    const receiver = await start(() => ({ status: 200, delayMs: 150 }));
+    const hooks = await webhooksAt(ctx.t, receiver.url, 2);
+    await hooks.submitMany(15);
+    await waitFor(async () => (await statuses(ctx.t, hooks.ids)).succeeded === 30, 30_000, 'every delivery');
+    expect(maxOpenPerWebhook(receiver.requests)).toBe(3);
+    expect(receiver.maxOpen).toBeGreaterThan(3);
+  }, 60_000);
+});
