@@ -31,7 +31,7 @@ describe('decideLimit', () => {
   });
 
   it.each(['429', '503', 'refused', 'reset', 'timeout'] as const)('halves the limit at once on %s', (drop) => {
-    expect(decideLimit(window({ limit: 40, drop }), BOUNDS)).toEqual({
+    expect(decideLimit(window({ limit: 40, drop, samples: 0, latencySumMs: 0 }), BOUNDS)).toEqual({
       limit: 20,
       minRttMs: 250,
       ceiling: 40,
@@ -41,7 +41,18 @@ describe('decideLimit', () => {
 
   it('cuts on an overload signal even when the latencies looked fine, never below the minimum', () => {
     expect(decideLimit(window({ limit: 1, drop: '503' }), BOUNDS)).toMatchObject({ limit: 1, reason: null });
-    expect(decideLimit(window({ limit: 3, drop: 'timeout' }), { min: 2, max: 10 })).toMatchObject({ limit: 2 });
+    expect(decideLimit(window({ limit: 3, drop: 'timeout', samples: 0 }), { min: 2, max: 10 })).toMatchObject({
+      limit: 2,
+    });
+  });
+
+  it('holds on a timeout amid answers at the usual latency (that request hung, the host is not loaded)', () => {
+    expect(decideLimit(window({ limit: 40, drop: 'timeout' }), BOUNDS)).toMatchObject({ limit: 40, reason: null });
+    // Amid slow answers the timeout is the host's queueing: halved.
+    const slow = window({ limit: 40, drop: 'timeout', samples: 10, latencySumMs: 10 * 2_000 });
+    expect(decideLimit(slow, BOUNDS)).toMatchObject({ limit: 20, reason: 'timeout' });
+    // A 503 amid prompt answers still cuts: the host said it is overloaded.
+    expect(decideLimit(window({ limit: 40, drop: '503' }), BOUNDS)).toMatchObject({ limit: 20, reason: '503' });
   });
 
   it('grows slowly near the limit of the last overload, on both sides, and forgets it past twice that', () => {

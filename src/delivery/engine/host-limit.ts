@@ -5,7 +5,9 @@
  * window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round trip.
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
- *   latencies); once per window, as attempts begun before the cut say nothing of the new limit.
+ *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
+ *   timeout amid 2xx answers at the host's usual latency in the same window is that request's own
+ *   (a receiver that hangs on some requests), not the host's load: the limit holds.
  * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
  *   latency, Envoy's minRTT). Well above it (twice it, plus slack for our own event loop), the host
  *   is queueing: the limit is cut in proportion, by at most half (Gradient2's and Envoy's gradient).
@@ -90,12 +92,14 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
     const kept = ceiling !== null && next < ceiling * 2 ? ceiling : null;
     return { limit: next, minRttMs, ceiling: kept, reason: next === window.limit ? null : reason };
   };
-  if (window.drop) return decided(window.limit * BACKOFF, window.drop, window.limit);
-  if (window.samples === 0) return decided(window.limit, 'growth');
   // Measured against the minimum as it was (or this window's, when faster), before it follows a slower host.
   const baseline = Math.min(window.minRttMs ?? window.latencyMinMs, window.latencyMinMs);
   const meanMs = window.latencySumMs / window.samples;
   const queueing = baseline * LATENCY_CUT_RATIO + LATENCY_SLACK_MS;
+  const prompt = window.samples > 0 && meanMs <= queueing;
+  if (window.drop === 'timeout' && prompt) return decided(window.limit, 'timeout');
+  if (window.drop) return decided(window.limit * BACKOFF, window.drop, window.limit);
+  if (window.samples === 0) return decided(window.limit, 'growth');
   if (meanMs > queueing) {
     return decided(Math.min(window.limit - 1, window.limit * Math.max(BACKOFF, queueing / meanMs)), 'latency');
   }
