@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
 import { Batcher } from '../core/batcher.js';
+import { withTimeout } from '../core/with-timeout.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
 export const DELIVER_JOB = 'deliver';
@@ -15,8 +16,8 @@ export interface DeliverJobData {
   url: string;
   /** For the per-workspace share of a worker's slots. */
   workspaceId: string;
-  /** For the per-webhook in-flight cap (jobs enqueued before it was carried have none). */
-  webhookId?: string;
+  /** For the per-webhook in-flight cap. */
+  webhookId: string;
 }
 
 export interface DeliveryToEnqueue {
@@ -56,14 +57,6 @@ const ENQUEUE_TIMEOUT_MS = 2_000;
 const MAX_ENQUEUE_BATCH = 500;
 
 type BulkJob = Parameters<Queue<DeliverJobData>['addBulk']>[0][number];
-
-function withTimeout<T>(ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
 @Injectable()
@@ -111,7 +104,7 @@ export class DeliveryQueue {
       data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId, webhookId },
       opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
     }));
-    await withTimeout(ENQUEUE_TIMEOUT_MS, this.bulks.add(jobs));
+    await withTimeout(this.bulks.add(jobs), ENQUEUE_TIMEOUT_MS);
   }
 
   /**
@@ -131,7 +124,7 @@ export class DeliveryQueue {
       }
       await this.add([delivery]);
     };
-    await withTimeout(ENQUEUE_TIMEOUT_MS, promoteOrAdd()).catch((error: Error) =>
+    await withTimeout(promoteOrAdd(), ENQUEUE_TIMEOUT_MS).catch((error: Error) =>
       this.logger.warn(`Moving delivery ${deliveryId} to now deferred to the sweeper: ${error.message}`),
     );
   }
@@ -146,6 +139,6 @@ export class DeliveryQueue {
       manualJobId(deliveryId, maxAttempts),
     ]);
     const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
-    await withTimeout(ENQUEUE_TIMEOUT_MS, removals).catch(() => undefined);
+    await withTimeout(removals, ENQUEUE_TIMEOUT_MS).catch(() => undefined);
   }
 }

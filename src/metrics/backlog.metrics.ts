@@ -2,18 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
 import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
+import { withTimeout } from '../core/with-timeout.js';
 
 // A scrape must answer even while Redis or Postgres hangs; the gauge is then left out.
 const COLLECT_TIMEOUT_MS = 2_000;
 const QUEUE_STATES = ['waiting', 'delayed', 'active'] as const;
 
-function withTimeout<T>(promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${COLLECT_TIMEOUT_MS} ms`)), COLLECT_TIMEOUT_MS);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const collected = <T>(promise: Promise<T>) =>
+  withTimeout(promise, COLLECT_TIMEOUT_MS, `no answer within ${COLLECT_TIMEOUT_MS} ms`);
 
 /** Backlog gauges, read on each scrape: queue job counts from Redis, the most overdue delivery from Postgres. */
 @Injectable()
@@ -30,7 +26,7 @@ export class BacklogMetrics {
       async collect() {
         this.reset();
         try {
-          const counts = await withTimeout(queue.queue.getJobCounts(...QUEUE_STATES));
+          const counts = await collected(queue.queue.getJobCounts(...QUEUE_STATES));
           for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
         } catch (error) {
           logger.warn(`Queue job counts unavailable: ${(error as Error).message}`);
@@ -44,7 +40,7 @@ export class BacklogMetrics {
       async collect() {
         this.reset();
         try {
-          this.set(await withTimeout(store.oldestPendingAgeSeconds()));
+          this.set(await collected(store.oldestPendingAgeSeconds()));
         } catch (error) {
           logger.warn(`Oldest pending delivery age unavailable: ${(error as Error).message}`);
         }

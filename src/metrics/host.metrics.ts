@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
+import { withTimeout } from '../core/with-timeout.js';
 import { HostStates, type HostState } from '../delivery/host-state.js';
 
 // A scrape must answer even while Redis hangs; the gauges are then left out.
@@ -51,16 +52,14 @@ export class HostMetrics {
   private read(): Promise<HostState[]> {
     const now = Date.now();
     if (!this.snapshot || now - this.snapshot.at > SNAPSHOT_MS) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${COLLECT_TIMEOUT_MS} ms`)), COLLECT_TIMEOUT_MS);
+      const hosts = withTimeout(
+        this.states.list(),
+        COLLECT_TIMEOUT_MS,
+        `no answer within ${COLLECT_TIMEOUT_MS} ms`,
+      ).catch((error: Error) => {
+        this.logger.warn(`Host admission state unavailable: ${error.message}`);
+        return [];
       });
-      const hosts = Promise.race([this.states.list(), timeout])
-        .finally(() => clearTimeout(timer))
-        .catch((error: Error) => {
-          this.logger.warn(`Host admission state unavailable: ${error.message}`);
-          return [];
-        });
       this.snapshot = { at: now, hosts };
     }
     return this.snapshot.hosts;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, Repository } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
+import { withTimeout } from '../core/with-timeout.js';
 import { DeliveryQueue, destinationOf } from '../delivery/delivery-queue.js';
 import { HostStates } from '../delivery/host-state.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
@@ -58,12 +59,9 @@ export class WebhookHealthService {
 
   /** The host's admission state; null rather than a health that waits on Redis. */
   private async hostOf(url: string): Promise<HostAdmission | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), HOST_STATE_TIMEOUT_MS)));
-    const read = this.hosts.get(destinationOf(url)).then(
+    return withTimeout(this.hosts.get(destinationOf(url)), HOST_STATE_TIMEOUT_MS).then(
       ({ limit, inFlight, lastChange }) => ({ limit, inFlight, lastChange }),
       () => null,
     );
-    return Promise.race([read, late]).finally(() => clearTimeout(timer));
   }
 }

@@ -87,10 +87,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
-    const { deliveryId, destination, workspaceId } = job.data;
+    const { deliveryId, destination, workspaceId, webhookId } = job.data;
     const jobId = job.id ?? deliveryId;
-    // A job enqueued before jobs carried their webhook counts as a webhook of its own.
-    const webhookId = job.data.webhookId ?? deliveryId;
     if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
       await job.moveToDelayed(Date.now() + jitter(WAKE_FALLBACK_MS), token);
       if (this.share.park(workspaceId, jobId)) await this.wake([jobId]);
