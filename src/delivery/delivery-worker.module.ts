@@ -7,7 +7,8 @@ import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { AttemptClaims } from './store/attempt-claims.js';
 import { AttemptRecords } from './store/attempt-records.js';
 import { DeliveryAttemptService } from './engine/delivery-attempt.service.js';
-import { DestinationLimiter } from './engine/destination-limiter.js';
+import { Admission } from './engine/admission/admission.js';
+import { HostAdmission } from './engine/admission/host-admission.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
@@ -34,7 +35,8 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     AttemptClaims,
     AttemptRecords,
     DeliveryAttemptService,
-    DestinationLimiter,
+    HostAdmission,
+    Admission,
     DeliveryWorker,
     DeliverySweeper,
     RecoveryRunner,

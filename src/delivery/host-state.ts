@@ -4,18 +4,21 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { RedisClients } from '../core/redis/redis.module.js';
 
 /**
- * One host's admission keys (src/delivery/engine/destination-limiter.ts writes them): its slots, its
- * breaker, its waiters, its adaptive limit and per-webhook counts. All under the queue's prefix, a
- * hash tag in a Redis Cluster, so one host's state is in one slot.
+ * One host's admission keys (src/delivery/engine/admission writes them): its slots, breaker, adaptive
+ * limit, per-webhook counts and line of waiters; the per-workspace and per-webhook lines are named from
+ * `base`. All under the queue's prefix, a hash tag in a Redis Cluster, so one host's state is in one slot.
  */
 export function hostKeys(prefix: string, destination: string) {
   const base = `${prefix}:dest:${destination}`;
   return {
+    base,
     slots: `${base}:inflight`,
     breaker: `${base}:breaker`,
-    waiters: `${base}:waiters`,
     limit: `${base}:limit`,
     webhooks: `${base}:webhooks`,
+    line: `${base}:line`,
+    waiting: `${base}:waiting`,
+    owners: `${base}:owners`,
   };
 }
 
@@ -46,7 +49,7 @@ export class HostStates {
 
   /** Every host with a kept limit, up to MAX_LISTED. */
   async list(): Promise<HostState[]> {
-    const client = this.redis.get('destination-limiter');
+    const client = this.redis.get('admission');
     const prefix = `${this.config.queuePrefix}:dest:`;
     const hosts: string[] = [];
     let cursor = '0';
@@ -61,7 +64,7 @@ export class HostStates {
   private async read(destinations: string[]): Promise<HostState[]> {
     if (destinations.length === 0) return [];
     const now = Date.now();
-    const pipeline = this.redis.get('destination-limiter').pipeline();
+    const pipeline = this.redis.get('admission').pipeline();
     for (const destination of destinations) {
       const keys = hostKeys(this.config.queuePrefix, destination);
       pipeline.hmget(keys.limit, 'limit', 'reason', 'changed_at');

@@ -20,7 +20,7 @@ const CONNECTIONS = {
   // BullMQ's consumer of the scheduled jobs (sweeper, retention and the like), likewise.
   maintenance: { maxRetriesPerRequest: null },
   // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
-  'destination-limiter': { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
+  admission: { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
 } satisfies Record<string, RedisOptions>;
 
 export type RedisConnectionName = keyof typeof CONNECTIONS;

@@ -166,7 +166,12 @@ describe('WebhookSender', () => {
     it('times out a receiver that does not answer in time', async () => {
       receiver.behaviour = () => ({ hang: true });
       const result = await sender(true).send(receiver.url, '{}', {});
-      expect(result).toMatchObject({ ok: false, statusCode: null, error: 'Timed out after 1000 ms' });
+      expect(result).toMatchObject({
+        ok: false,
+        statusCode: null,
+        error: 'Timed out after 1000 ms',
+        failure: 'timeout',
+      });
       expect(result.durationMs).toBeGreaterThanOrEqual(900);
       expect(result.durationMs).toBeLessThan(5000);
     });
@@ -208,7 +213,7 @@ describe('WebhookSender', () => {
     it('reports a reset connection', async () => {
       receiver.behaviour = () => ({ reset: true });
       const result = await sender(true).send(receiver.url, '{}', {});
-      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result).toMatchObject({ ok: false, statusCode: null, failure: 'reset' });
       expect(result.error).toBeTruthy();
     });
 
@@ -333,7 +338,7 @@ describe('WebhookSender', () => {
       const { port: closedPort } = closed.address() as AddressInfo;
       await new Promise((resolve) => closed.close(resolve));
       const result = await sender(true).send(`http://127.0.0.1:${closedPort}/hook`, '{}', {});
-      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result).toMatchObject({ ok: false, statusCode: null, failure: 'refused' });
       expect(result.error).toMatch(/ECONNREFUSED/);
     });
   });

@@ -22,7 +22,12 @@ export interface SendResult {
   refused?: true;
   /** A kept-alive connection closed before the request went out: no attempt was made. */
   unsent?: true;
+  /** Why no answer came, when none did: what the host's adaptive limit reads. */
+  failure?: SendFailure;
 }
+
+/** No answer in time, the connection refused, reset by the host, or anything else (DNS, TLS, the guard). */
+export type SendFailure = 'timeout' | 'refused' | 'reset' | 'other';
 
 export interface Outgoing {
   body: string;
@@ -62,6 +67,14 @@ function describe(error: unknown): string {
   return [e.code, e.message].filter(Boolean).join(': ') || 'Request failed';
 }
 
+function failureOf(error: unknown): SendFailure {
+  if (error instanceof TimeoutError) return 'timeout';
+  const { code } = error as { code?: string };
+  if (code === 'ECONNREFUSED') return 'refused';
+  // undici names a connection the server closed under a request UND_ERR_SOCKET.
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' ? 'reset' : 'other';
+}
+
 const failure = (error: unknown, durationMs: number): SendResult => ({
   ok: false,
   statusCode: null,
@@ -69,6 +82,7 @@ const failure = (error: unknown, durationMs: number): SendResult => ({
   retryAfter: undefined,
   error: describe(error),
   durationMs,
+  failure: failureOf(error),
   ...(ForbiddenDestinationError.isRefusal(error) && { refused: true }),
 });
 

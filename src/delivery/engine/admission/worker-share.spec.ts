@@ -1,14 +1,14 @@
-import { WorkspaceShare } from './workspace-share.js';
+import { WorkerShare } from './worker-share.js';
 
-describe('WorkspaceShare', () => {
+describe('WorkerShare', () => {
   it('lets one workspace alone use all but a quarter of the slots', () => {
-    const share = new WorkspaceShare(8);
+    const share = new WorkerShare(8);
     const admitted = Array.from({ length: 8 }, () => share.enter('a')).filter(Boolean).length;
     expect(admitted).toBe(6);
   });
 
   it('keeps a quarter of the slots for other workspaces', () => {
-    const share = new WorkspaceShare(8);
+    const share = new WorkerShare(8);
     for (let i = 0; i < 6; i++) share.enter('a');
     expect(share.enter('a')).toBe(false);
     expect(share.enter('b')).toBe(true);
@@ -16,7 +16,7 @@ describe('WorkspaceShare', () => {
   });
 
   it('hands a freed slot to a job of the same workspace waiting in process', async () => {
-    const share = new WorkspaceShare(4);
+    const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
     expect(share.enter('a')).toBe(false);
     const turn = share.waitTurn('a', 1_000);
@@ -26,7 +26,7 @@ describe('WorkspaceShare', () => {
   });
 
   it('keeps waiting in process while the workspace frees slots, however long its line', async () => {
-    const share = new WorkspaceShare(4);
+    const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const first = share.waitTurn('a', 40);
@@ -40,7 +40,7 @@ describe('WorkspaceShare', () => {
   });
 
   it('gives up the in-process wait after its time, and wakes a parked job when a slot frees', async () => {
-    const share = new WorkspaceShare(4);
+    const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
     await expect(share.waitTurn('a', 10)).resolves.toBe(false);
     expect(share.park('a', 'job-1')).toBe(false);

@@ -6,7 +6,7 @@
  * answering receivers never bounces its jobs through Redis, however long its line); it is parked once
  * the workspace has freed none for the wait's time (its receivers hang). Per worker process.
  */
-export class WorkspaceShare {
+export class WorkerShare {
   private readonly held = new Map<string, number>();
   private readonly queued = new Map<string, ((admitted: boolean) => void)[]>();
   private readonly parked = new Map<string, string[]>();

@@ -1,0 +1,130 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DelayedError, Job } from 'bullmq';
+import type { AppConfig } from '../../../core/config/config.js';
+import { APP_CONFIG } from '../../../core/config/config.module.js';
+import { DELIVER_JOB, DeliveryQueue, type DeliverJobData } from '../../delivery-queue.js';
+import type { SendResult } from '../webhook-sender.js';
+import { HostAdmission, type Attempted, type HostSignal, type Woken } from './host-admission.js';
+import { WorkerShare } from './worker-share.js';
+
+// A job over its workspace's share waits in process while the workspace frees a slot this often; then it parks.
+const SHARE_WAIT_MS = 100;
+
+/** An admitted attempt: what its end gives back. */
+export interface Ticket {
+  destination: string;
+  holder: string;
+  webhookId: string;
+  workspaceId: string;
+  admittedAt: number;
+}
+
+/** What an attempt's result showed of its host, for the adaptive limit and the breaker. */
+export function signalOf(send: SendResult | undefined): HostSignal {
+  if (!send) return 'other';
+  const { statusCode, failure } = send;
+  if (statusCode !== null) {
+    if (statusCode >= 200 && statusCode < 300) return 'ok';
+    return statusCode === 429 ? '429' : statusCode === 503 ? '503' : 'answered';
+  }
+  return failure ?? 'other';
+}
+
+/**
+ * Admission: when an attempt may start. One design, in this order:
+ * - Its workspace's share of this worker (WorkerShare): a quarter of the slots always, more while a
+ *   quarter stays free, so one workspace's hanging receivers never take every slot.
+ * - Its host (HostAdmission, in Redis, shared by all workers): the breaker, the webhook's cap
+ *   (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK) and the host's adaptive limit (decideLimit); the breaker is the
+ *   limit's other end (opening sets it to the minimum).
+ * - Waiting: a job turned away is in line (the host's, served in turn by workspace, then by webhook; or
+ *   its workspace's on this worker) and parked in the queue's delayed set, spending no attempt and holding
+ *   no connection. The release that makes room gives the next in line its turn (at the host, a slot kept
+ *   for it) and promotes its job. No timer polls: a parked job's own time is when room is certain without
+ *   any release (the host's first slot expiry, the breaker's end, the workspace's attempts here timing
+ *   out), which only matters when the worker that should have woken it died.
+ */
+@Injectable()
+export class Admission {
+  private readonly share: WorkerShare;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly host: HostAdmission,
+    private readonly queue: DeliveryQueue,
+  ) {
+    this.share = new WorkerShare(config.workerConcurrency);
+  }
+
+  /** Admits the job's attempt, or parks the job in line and throws DelayedError (BullMQ's "moved"). */
+  async enter(job: Job<DeliverJobData>, token: string | undefined): Promise<Ticket> {
+    const { deliveryId, destination, webhookId, workspaceId } = job.data;
+    const jobId = job.id ?? deliveryId;
+    if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
+      // Every attempt this workspace holds here ends within the delivery timeout: room by then.
+      await job.moveToDelayed(Date.now() + this.config.deliveryTimeoutMs + 1_000, token);
+      if (this.share.park(workspaceId, jobId)) await this.promote(jobId);
+      throw new DelayedError();
+    }
+    const holder = `${deliveryId}:${token}`;
+    let answer: number;
+    try {
+      let woken: Woken[];
+      [answer, woken] = await this.host.enter({ destination, holder, jobId, webhookId, workspaceId });
+      void this.wake(woken).catch(() => undefined);
+    } catch (error) {
+      this.leaveShare(workspaceId);
+      throw error;
+    }
+    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now() };
+    this.leaveShare(workspaceId);
+    await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
+    // Given its turn while it was still running here: that promote found nothing to move, so move itself.
+    if (!(await this.host.inLine(destination, jobId).catch(() => true))) await this.promote(jobId);
+    throw new DelayedError();
+  }
+
+  /** Ends an admitted attempt: frees its slot with what it showed, and wakes whoever's turn that makes. */
+  leave(ticket: Ticket, attempted: Omit<Attempted, 'admittedAt'>): void {
+    const { destination, holder, webhookId, workspaceId, admittedAt } = ticket;
+    void this.host
+      .leave(destination, holder, webhookId, { ...attempted, admittedAt })
+      .then((woken) => this.wake(woken))
+      .catch(() => undefined);
+    this.leaveShare(workspaceId);
+  }
+
+  private leaveShare(workspaceId: string): void {
+    const next = this.share.leave(workspaceId);
+    if (next) void this.promote(next);
+  }
+
+  /**
+   * Promotes the woken waiters' jobs. A job that no longer exists (its webhook was removed) gives its kept
+   * turn back at once, which may wake the next; one running elsewhere comes to its turn by itself.
+   */
+  private async wake(woken: Woken[]): Promise<void> {
+    for (const { destination, webhookId, jobId } of woken) {
+      if ((await this.promote(jobId)) || (await this.exists(jobId))) continue;
+      const next = await this.host
+        .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
+        .catch(() => []);
+      await this.wake(next);
+    }
+  }
+
+  /** Moves a parked job to the queue's wait list; false when it was not parked (running, or gone). */
+  private promote(jobId: string): Promise<boolean> {
+    return new Job(this.queue.queue, DELIVER_JOB, {} as DeliverJobData, {}, jobId).promote().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  private exists(jobId: string): Promise<boolean> {
+    return this.queue.queue.getJob(jobId).then(
+      (job) => job !== undefined,
+      () => true,
+    );
+  }
+}

@@ -1,0 +1,318 @@
+// The Redis side of a host's admission (host-admission.ts calls these; admission.ts states the rules).
+//
+// Per host, under `base` (hostKeys): `inflight`, a sorted set of slots `webhookId|holder` scored by expiry (a
+// killed worker's slots free themselves), where a holder is an attempt (`deliveryId:lockToken`) or a turn
+// kept for a woken waiter (`job:jobId`); `webhooks`, the slots per webhook; `breaker`; `limit`, the adaptive
+// limit, its window and the round counter `turn`; and the line of waiters: `line`, the workspaces with a
+// webhook that may take a slot, ordered by turn; `base:line:<workspace>`, that workspace's such webhooks,
+// ordered by turn; `base:wait:<webhook>`, its waiting job ids in arrival order; `waiting`, job id -> webhook
+// (who is in line); `owners`, webhook -> workspace for webhooks with waiters.
+//
+// A webhook at its cap leaves its workspace's turn until one of its slots frees, so the line's head can
+// always take a slot. Served members go to the back (score = the next turn); a newcomer joins at the
+// back too (score = the current turn + 0.5). With every attempt costing one slot, this round robin is
+// deficit round robin with a quantum of one.
+//
+// The per-host keys of a call are declared (KEYS) and all share the host's slot in a Redis Cluster under a
+// hash-tag prefix; the per-workspace and per-webhook lines are derived from `base` in the same slot.
+
+const HOST_KEYS = 7;
+
+// ARGV of every script: now, webhook cap (0 = none), slot ttl, initial limit, key ttl. Host(k, base) gives
+// the operations on the host whose keys start at KEYS[k + 1]; `woken` collects `{ group, webhookId, jobId }`
+// of the waiters a call gave a turn to (their slot kept for them), for the caller to promote.
+const HOST = `
+  local now = tonumber(ARGV[1])
+  local cap = tonumber(ARGV[2])
+  local slotTtl = tonumber(ARGV[3])
+  local initial = ARGV[4]
+  local keyTtl = tonumber(ARGV[5])
+  local woken = {}
+
+  local function Host(k, base, group)
+    local slots, breaker, state, webhooks, line, waiting, owners =
+      KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
+    local H = { count = redis.call('ZCARD', slots), peak = 0 }
+    local function lineOf(workspaceId) return base .. ':line:' .. workspaceId end
+    local function queueOf(webhookId) return base .. ':wait:' .. webhookId end
+    local function held(webhookId) return tonumber(redis.call('HGET', webhooks, webhookId) or '0') end
+    local function underCap(webhookId) return cap == 0 or held(webhookId) < cap end
+    function H.limit() return tonumber(redis.call('HGET', state, 'limit') or initial) end
+    function H.paused() return redis.call('HEXISTS', breaker, 'open_until') == 1 end
+
+    -- A webhook with waiters and room takes its place in its workspace's turn, the workspace in the host's.
+    local function join(webhookId)
+      local workspaceId = redis.call('HGET', owners, webhookId)
+      if not workspaceId or not underCap(webhookId) then return end
+      local back = tonumber(redis.call('HGET', state, 'turn') or '0') + 0.5
+      redis.call('ZADD', lineOf(workspaceId), 'NX', back, webhookId)
+      redis.call('PEXPIRE', lineOf(workspaceId), keyTtl)
+      redis.call('ZADD', line, 'NX', back, workspaceId)
+    end
+
+    -- After a webhook's waiter left the line: it goes to the back of its workspace's turn, or out of it
+    -- (no waiters left, or at its cap); the workspace likewise in the host's.
+    local function requeue(workspaceId, webhookId, served)
+      local own = lineOf(workspaceId)
+      local queue = queueOf(webhookId)
+      if redis.call('LLEN', queue) == 0 then
+        redis.call('ZREM', own, webhookId)
+        redis.call('HDEL', owners, webhookId)
+      elseif not underCap(webhookId) then
+        redis.call('ZREM', own, webhookId)
+      elseif served then
+        redis.call('ZADD', own, 'XX', served, webhookId)
+      end
+      if redis.call('ZCARD', own) == 0 then redis.call('ZREM', line, workspaceId)
+      elseif served then redis.call('ZADD', line, 'XX', served, workspaceId) end
+    end
+
+    local function take(member, webhookId, expiresAt)
+      redis.call('ZADD', slots, expiresAt, member)
+      redis.call('HINCRBY', webhooks, webhookId, 1)
+      H.count = H.count + 1
+      if H.count > H.peak then H.peak = H.count end
+    end
+
+    -- A slot already removed from the set: its webhook's count follows, and the webhook may rejoin the line.
+    local function freed(member)
+      local webhookId = string.match(member, '^(.-)|')
+      if not webhookId then return end
+      if redis.call('HINCRBY', webhooks, webhookId, -1) <= 0 then redis.call('HDEL', webhooks, webhookId) end
+      H.count = H.count - 1
+      join(webhookId)
+    end
+
+    function H.expire()
+      local expired = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
+      if #expired == 0 then return end
+      redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+      for _, member in ipairs(expired) do freed(member) end
+    end
+
+    -- Frees exactly this slot (a stale holder cannot free a newer one's); true if it was held.
+    function H.free(member)
+      if redis.call('ZREM', slots, member) == 0 then return false end
+      freed(member)
+      return true
+    end
+
+    -- Room goes to the line, in turn: each waiter given a turn has a slot kept for it until it comes.
+    function H.grant()
+      if H.paused() then return end
+      local limit = H.limit()
+      while H.count < limit do
+        local workspaceId = redis.call('ZRANGE', line, 0, 0)[1]
+        if not workspaceId then return end
+        local webhookId = redis.call('ZRANGE', lineOf(workspaceId), 0, 0)[1]
+        -- At its cap since it joined (an attempt of its own admitted with room): out until a slot frees.
+        local jobId = webhookId and underCap(webhookId) and redis.call('LPOP', queueOf(webhookId))
+        if jobId then
+          redis.call('HDEL', waiting, jobId)
+          take(webhookId .. '|job:' .. jobId, webhookId, now + slotTtl)
+          woken[#woken + 1] = { group, webhookId, jobId }
+          requeue(workspaceId, webhookId, redis.call('HINCRBY', state, 'turn', 1))
+        elseif webhookId then
+          requeue(workspaceId, webhookId, nil)
+        else
+          redis.call('ZREM', line, workspaceId)
+        end
+      end
+    end
+
+    -- In line (once: a waiter that comes back keeps its place).
+    function H.wait(jobId, webhookId, workspaceId)
+      if redis.call('HSETNX', waiting, jobId, webhookId) == 0 then return end
+      redis.call('RPUSH', queueOf(webhookId), jobId)
+      redis.call('PEXPIRE', queueOf(webhookId), keyTtl)
+      redis.call('HSET', owners, webhookId, workspaceId)
+      join(webhookId)
+    end
+
+    -- Out of line: admitted without its turn (the breaker's probe, or room with nobody ahead).
+    function H.leaveLine(jobId, webhookId, workspaceId)
+      if redis.call('HDEL', waiting, jobId) == 0 then return end
+      redis.call('LREM', queueOf(webhookId), 1, jobId)
+      requeue(workspaceId, webhookId, nil)
+    end
+
+    -- When room is certain to appear without any release: the breaker's end, else the first slot's expiry.
+    function H.deadline()
+      local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+      if openUntil > now then return openUntil end
+      local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')[2]
+      return first and math.min(tonumber(first), now + slotTtl) or now + slotTtl
+    end
+
+    function H.admit(holder, jobId, webhookId, workspaceId)
+      local member = webhookId .. '|' .. holder
+      -- Its turn came: the slot kept for it becomes its own.
+      if redis.call('ZREM', slots, webhookId .. '|job:' .. jobId) == 1 then
+        redis.call('ZADD', slots, now + slotTtl, member)
+        return 0
+      end
+      if redis.call('ZSCORE', slots, member) then return 0 end
+      local breakerState = redis.call('HMGET', breaker, 'open_until', 'probe_until')
+      local openUntil = tonumber(breakerState[1] or '0')
+      if openUntil > 0 and openUntil <= now and tonumber(breakerState[2] or '0') <= now then
+        -- Paused and cooled down: this attempt is the probe, the only one until it answers.
+        redis.call('HSET', breaker, 'probe_until', now + slotTtl)
+        H.leaveLine(jobId, webhookId, workspaceId)
+        take(member, webhookId, now + slotTtl)
+        return 0
+      end
+      -- grant() ran first, so room left now means nobody eligible is ahead.
+      if openUntil == 0 and H.count < H.limit() and underCap(webhookId) then
+        H.leaveLine(jobId, webhookId, workspaceId)
+        take(member, webhookId, now + slotTtl)
+        return 0
+      end
+      H.wait(jobId, webhookId, workspaceId)
+      return H.deadline()
+    end
+
+    function H.touch()
+      for _, key in ipairs({ slots, webhooks, state, line, waiting, owners }) do redis.call('PEXPIRE', key, keyTtl) end
+      -- The window's peak in flight: whether the limit is in use, so whether it may grow.
+      if H.peak > tonumber(redis.call('HGET', state, 'wpeak') or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
+    end
+
+    H.keys = { slots = slots, breaker = breaker, state = state }
+    return H
+  end
+
+  -- The batch layout (HostAdmission.grouped writes it): per host its keys in KEYS, and in ARGV from \`at\` on
+  -- its base, its number of attempts, then \`width\` arguments per attempt. Returns each attempt's answer,
+  -- host by host, and the woken waiters.
+  local function eachHost(at, width, start)
+    local out = {}
+    for g = 0, #KEYS / ${HOST_KEYS} - 1 do
+      local host = Host(${HOST_KEYS} * g, ARGV[at], g)
+      local attempt, finish = start(host)
+      for _ = 1, tonumber(ARGV[at + 1]) do
+        out[#out + 1] = attempt(unpack(ARGV, at + 2, at + 1 + width))
+        at = at + width
+      end
+      at = at + 2
+      if finish then finish() end
+      host.touch()
+    end
+    return { out, woken }
+  end`;
+
+/**
+ * Admits attempts: per attempt holder, job id, webhook id, workspace id. Answers 0 when admitted, else the
+ * time the waiter is certain to find room (it is in line and is woken before then by the release that
+ * gives it its turn). Expired slots are freed and room goes to the line first.
+ */
+export const ENTER = `${HOST}
+  return eachHost(6, 4, function(host)
+    host.expire()
+    host.grant()
+    return host.admit
+  end)`;
+
+/**
+ * Ends attempts: per attempt holder, webhook id, signal, latency (ms) and admission time; ARGV after the
+ * common five: breaker threshold, breaker cooldown, min limit, min window (ms). Frees the slot, adds what
+ * the attempt showed to the host's window, feeds the breaker (its other end sets the limit to the
+ * minimum), and gives the room to the line. Signals: 'ok' (2xx) adds a latency sample; '429', '503',
+ * 'refused', 'reset', 'timeout' close the window at once unless the attempt was admitted before the last
+ * cut (it says nothing of the cut limit); a window also closes once it is a recent minimum latency old
+ * (at least the min window). 'timeout' counts towards opening the breaker, an answer closes it. Answers
+ * per attempt the closed window, if any, for decideLimit: epoch, limit, peak, samples, latency sum,
+ * latency min, drop, recent minimum, ceiling.
+ */
+export const LEAVE = `${HOST}
+  local threshold = tonumber(ARGV[6])
+  local cooldownBase = tonumber(ARGV[7])
+  local DROPS = { ['429'] = true, ['503'] = true, refused = true, reset = true, timeout = true }
+  local ANSWERS = { ok = true, answered = true, ['429'] = true, ['503'] = true }
+  return eachHost(10, 5, function(host)
+    local breaker, state = host.keys.breaker, host.keys.state
+    host.expire()
+    -- No breaker: an answer has nothing to close (the usual case, read once per host, not per attempt).
+    local closed = redis.call('EXISTS', breaker) == 0
+    local function restart()
+      local epoch = redis.call('HINCRBY', state, 'epoch', 1)
+      redis.call('HSET', state, 'wstart', now, 'wcount', 0, 'wsum', 0, 'wpeak', host.count)
+      redis.call('HDEL', state, 'wmin')
+      return epoch
+    end
+    local function closeWindow(drop)
+      local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling')
+      local epoch = restart()
+      if drop ~= '' then redis.call('HSET', state, 'cut_at', now) end
+      return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '' }
+    end
+    local function sample(signal, latency, admittedAt)
+      if DROPS[signal] then
+        if tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
+        return closeWindow(signal)
+      end
+      if signal ~= 'ok' then return {} end
+      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt')
+      local ms = tonumber(latency)
+      redis.call('HINCRBY', state, 'wcount', 1)
+      redis.call('HINCRBY', state, 'wsum', ms)
+      if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
+      if not w[1] then
+        redis.call('HSET', state, 'wstart', now)
+        return {}
+      end
+      if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), tonumber(ARGV[9])) then return {} end
+      return closeWindow('')
+    end
+    local function release(holder, webhookId, signal, latency, admittedAt)
+      local window = {}
+      if host.free(webhookId .. '|' .. holder) then window = sample(signal, latency, admittedAt) end
+      if ANSWERS[signal] then
+        if not closed then
+          redis.call('DEL', breaker)
+          closed = true
+        end
+        return window
+      end
+      -- A breaker switched off (threshold 0) is never opened; the limit still takes the timeout.
+      if signal ~= 'timeout' or threshold == 0 then return window end
+      closed = false
+      local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+      -- Already open: attempts that began before it opened change nothing.
+      if openUntil > now then return window end
+      local fails = redis.call('HINCRBY', breaker, 'fails', 1)
+      if openUntil == 0 and fails < threshold then
+        redis.call('PEXPIRE', breaker, 86400000)
+        return window
+      end
+      local cooldown = cooldownBase
+      if openUntil > 0 then
+        cooldown = math.min(tonumber(redis.call('HGET', breaker, 'cooldown') or cooldownBase) * 2, cooldownBase * 32)
+      end
+      redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
+      redis.call('HDEL', breaker, 'probe_until')
+      redis.call('PEXPIRE', breaker, 86400000)
+      -- Paused: it resumes from the least limit. A window closed above is superseded (its epoch is past).
+      restart()
+      redis.call('HSET', state, 'limit', ARGV[8], 'reason', 'paused', 'changed_at', now, 'cut_at', now)
+      return {}
+    end
+    return release, host.grant
+  end)`;
+
+/**
+ * Sets the limit decideLimit chose for a closed window, unless a later window closed meanwhile (or the
+ * breaker set it), and gives the room it made to the line. One host; ARGV after the common five: base,
+ * epoch, limit, recent minimum ('' = unchanged), reason ('' = unchanged), ceiling ('' = none).
+ */
+export const DECIDE = `${HOST}
+  local host = Host(0, ARGV[6], 0)
+  local state = host.keys.state
+  if redis.call('HGET', state, 'epoch') ~= ARGV[7] then return { {}, woken } end
+  redis.call('HSET', state, 'limit', ARGV[8])
+  if ARGV[9] ~= '' then redis.call('HSET', state, 'minrtt', ARGV[9]) end
+  if ARGV[11] ~= '' then redis.call('HSET', state, 'ceiling', ARGV[11]) else redis.call('HDEL', state, 'ceiling') end
+  if ARGV[10] ~= '' then redis.call('HSET', state, 'reason', ARGV[10], 'changed_at', now) end
+  host.expire()
+  host.grant()
+  host.touch()
+  return { {}, woken }`;
