@@ -16,9 +16,17 @@ const window = (over: Partial<HostWindow> = {}): HostWindow => ({
 });
 
 describe('decideLimit', () => {
-  it('grows by the square root of the limit while the host answers 2xx at its recent latency', () => {
-    expect(decideLimit(window(), BOUNDS)).toEqual({ limit: 25, minRttMs: 250, ceiling: null, reason: 'growth' });
-    expect(decideLimit(window({ limit: 400, peakInFlight: 400 }), BOUNDS).limit).toBe(420);
+  it('doubles while a host never seen overloaded answers 2xx at its recent minimum (slow start)', () => {
+    expect(decideLimit(window(), BOUNDS)).toEqual({ limit: 40, minRttMs: 250, ceiling: null, reason: 'growth' });
+    expect(decideLimit(window({ limit: 400, peakInFlight: 400 }), BOUNDS).limit).toBe(800);
+    // Within a fifth of the minimum (295 ms over 250): still doubling; 320 ms is past it.
+    expect(decideLimit(window({ latencySumMs: 20 * 295 }), BOUNDS).limit).toBe(40);
+    expect(decideLimit(window({ latencySumMs: 20 * 320 }), BOUNDS).limit).toBe(25);
+  });
+
+  it('grows by the square root of the limit up to one and a half times the minimum latency', () => {
+    expect(decideLimit(window({ latencySumMs: 20 * 370 }), BOUNDS)).toMatchObject({ limit: 25, reason: 'growth' });
+    expect(decideLimit(window({ limit: 400, peakInFlight: 400, latencySumMs: 20 * 370 }), BOUNDS).limit).toBe(420);
   });
 
   it('does not grow a limit the load does not reach (less than half of it in flight)', () => {
@@ -69,22 +77,27 @@ describe('decideLimit', () => {
   });
 
   it('cuts in proportion when the mean latency is well above the recent minimum (the host is queueing)', () => {
-    // 2 x 250 + 100 = 600 ms is the most a queueing-free host shows; 800 ms cuts to 600/800 of the limit.
+    // 2 x 250 = 500 ms is the most a queueing-free host shows; 800 ms cuts to 500/800 of the limit, and
+    // remembers the limit it cut from (no slow start past it).
     const slow = window({ limit: 40, latencySumMs: 20 * 800, latencyMinMs: 700 });
-    expect(decideLimit(slow, BOUNDS)).toMatchObject({ limit: 30, reason: 'latency' });
+    expect(decideLimit(slow, BOUNDS)).toMatchObject({ limit: 25, reason: 'latency', ceiling: 40 });
     // Never by more than half at once.
     const crawling = window({ limit: 40, latencySumMs: 20 * 5000, latencyMinMs: 4000 });
     expect(decideLimit(crawling, BOUNDS)).toMatchObject({ limit: 20, reason: 'latency' });
   });
 
   it('holds between steady and queueing latency', () => {
-    const rising = window({ limit: 40, peakInFlight: 40, latencySumMs: 20 * 550, latencyMinMs: 500 });
+    const rising = window({ limit: 40, peakInFlight: 40, latencySumMs: 20 * 450, latencyMinMs: 400 });
     expect(decideLimit(rising, BOUNDS)).toMatchObject({ limit: 40, reason: null });
   });
 
   it("does not take a fast receiver's few ms of jitter for queueing (the slack)", () => {
-    const instant = window({ limit: 100, peakInFlight: 100, minRttMs: 1, latencyMinMs: 1, latencySumMs: 20 * 40 });
-    expect(decideLimit(instant, BOUNDS)).toMatchObject({ limit: 110, reason: 'growth' });
+    const instant = (meanMs: number) =>
+      window({ limit: 100, peakInFlight: 100, minRttMs: 1, latencyMinMs: 1, latencySumMs: 20 * meanMs });
+    expect(decideLimit(instant(20), BOUNDS)).toMatchObject({ limit: 200, reason: 'growth' });
+    expect(decideLimit(instant(40), BOUNDS)).toMatchObject({ limit: 110, reason: 'growth' });
+    expect(decideLimit(instant(90), BOUNDS)).toMatchObject({ limit: 100, reason: null });
+    expect(decideLimit(instant(120), BOUNDS)).toMatchObject({ reason: 'latency' });
   });
 
   it('takes a faster answer as the recent minimum at once, and follows a slower host slowly', () => {
@@ -96,7 +109,7 @@ describe('decideLimit', () => {
 
   it('learns the recent minimum from the first window, and holds a window without 2xx', () => {
     expect(decideLimit(window({ minRttMs: null }), BOUNDS)).toEqual({
-      limit: 25,
+      limit: 40,
       minRttMs: 250,
       ceiling: null,
       reason: 'growth',

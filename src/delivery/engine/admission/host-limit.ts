@@ -1,23 +1,27 @@
 /**
  * The next concurrency limit of a host, from one window of what its attempts showed.
  *
- * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise. A
- * window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round trip.
+ * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise, and a
+ * slow start. A window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round
+ * trip.
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
  *   timeout amid 2xx answers at the host's usual latency in the same window is that request's own
  *   (a receiver that hangs on some requests), not the host's load: the limit holds.
  * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
- *   latency, Envoy's minRTT). Well above it (twice it, plus slack for our own event loop), the host
- *   is queueing: the limit is cut in proportion, by at most half (Gradient2's and Envoy's gradient).
- *   Near it, and the limit in use, the limit grows by its square root per window (Envoy's and
- *   Gradient2's headroom): from 20 to a few hundred within seconds, where TCP's +1 per round trip
- *   would take minutes, and slower the higher it is. Between the two it holds.
- * - Growth remembers the limit of the last overload (CUBIC's Wmax): the step shrinks in proportion
- *   to the distance to it, down to 1 per window near it, on both sides, so a host that answers 503
- *   above N open is probed past N once in many windows rather than every other one; past twice that
- *   limit it is forgotten.
+ *   latency, Envoy's minRTT). Well above it (twice it, or the minimum plus a slack for our own event
+ *   loop when that is more), the host is queueing: the limit is cut in proportion, by at most half
+ *   (Gradient2's and Envoy's gradient).
+ * - Near the minimum, and the limit in use, it grows. A host never seen overloaded, answering within a
+ *   fifth of its minimum, doubles its limit per window (TCP's slow start): an automation platform's
+ *   host reaches hundreds within a second or two. Otherwise, up to one and a half times the minimum,
+ *   it grows by the limit's square root (Envoy's and Gradient2's headroom), slower the higher it is.
+ *   Between growing and queueing it holds.
+ * - Growth remembers the limit of the last overload or latency cut (CUBIC's Wmax, TCP's ssthresh): no
+ *   slow start while it is known, and the step shrinks in proportion to the distance to it, down to 1
+ *   per window near it, on both sides, so a host that answers 503 above N open is probed past N once
+ *   in many windows rather than every other one; past twice that limit it is forgotten.
  * - The recent minimum follows a host that became slower for good: a window whose fastest answer is
  *   above it raises it by a fraction of the difference (Envoy measures it again instead, by pausing
  *   the host down to a few requests, which costs throughput at every remeasure).
@@ -58,14 +62,16 @@ export interface LimitDecision {
   reason: LimitReason | null;
 }
 
-/** The mean latency above which the host is queueing: this many times its recent minimum, plus the slack. */
-export const LATENCY_CUT_RATIO = 2;
-/** The mean latency under which the limit may grow. */
-export const LATENCY_GROW_RATIO = 1.5;
+/** The mean latency above which the host is queueing: this many times its recent minimum (or the slack over it). */
+const LATENCY_CUT_RATIO = 2;
+/** The mean latency under which the limit may grow (or half the slack over the minimum). */
+const LATENCY_GROW_RATIO = 1.5;
+/** The mean latency under which a host never seen overloaded doubles its limit (or a quarter of the slack). */
+const SLOW_START_RATIO = 1.2;
 /** Our own delays (event loop, batching) that a 1 ms receiver's latency must not be mistaken for. */
-export const LATENCY_SLACK_MS = 100;
+const LATENCY_SLACK_MS = 100;
 /** The multiplicative decrease on an overload signal, and the deepest latency cut. */
-export const BACKOFF = 0.5;
+const BACKOFF = 0.5;
 /** How much of the difference a slower window's fastest answer moves the recent minimum up. */
 const MIN_RTT_DRIFT = 1 / 16;
 
@@ -94,18 +100,23 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
   };
   // Measured against the minimum as it was (or this window's, when faster), before it follows a slower host.
   const baseline = Math.min(window.minRttMs ?? window.latencyMinMs, window.latencyMinMs);
+  const within = (ratio: number, slack: number) => Math.max(baseline * ratio, baseline + slack);
   const meanMs = window.latencySumMs / window.samples;
-  const queueing = baseline * LATENCY_CUT_RATIO + LATENCY_SLACK_MS;
+  const queueing = within(LATENCY_CUT_RATIO, LATENCY_SLACK_MS);
   const prompt = window.samples > 0 && meanMs <= queueing;
   if (window.drop === 'timeout' && prompt) return decided(window.limit, 'timeout');
   if (window.drop) return decided(window.limit * BACKOFF, window.drop, window.limit);
   if (window.samples === 0) return decided(window.limit, 'growth');
   if (meanMs > queueing) {
-    return decided(Math.min(window.limit - 1, window.limit * Math.max(BACKOFF, queueing / meanMs)), 'latency');
+    const cut = Math.min(window.limit - 1, window.limit * Math.max(BACKOFF, queueing / meanMs));
+    return decided(cut, 'latency', window.limit);
   }
   // Growing a limit the host's load does not reach would let a later burst through unmeasured.
-  const used = window.peakInFlight * 2 >= window.limit;
-  if (used && meanMs <= baseline * LATENCY_GROW_RATIO + LATENCY_SLACK_MS) {
+  if (window.peakInFlight * 2 < window.limit) return decided(window.limit, 'growth');
+  if (window.ceiling === null && meanMs <= within(SLOW_START_RATIO, LATENCY_SLACK_MS / 4)) {
+    return decided(window.limit * 2, 'growth');
+  }
+  if (meanMs <= within(LATENCY_GROW_RATIO, LATENCY_SLACK_MS / 2)) {
     return decided(window.limit + growthStep(window.limit, window.ceiling), 'growth');
   }
   return decided(window.limit, 'growth');
