@@ -5,9 +5,15 @@
 // with the service's default settings against the bench's api, database and queue prefix, and its own
 // receivers; each stops them at its end, failed or not. host-slow and host-overload put 20 webhooks at one
 // host (one receiver port): the adaptive host limit's growth for a healthy host, its cut for one that
-// answers 503 when overloaded. Targets and the BENCHMARKS.md section are here too.
+// answers 503 when overloaded. Hosts shared by many webhooks: host-fairness (a workspace's few deliveries
+// at a host where another's backlog waits), host-proportional (a host whose answers slow with its load),
+// instant-one-host and instant-ten-hosts (admission's cost against bare BullMQ) and host-thousand (many
+// hosts, and the admission state they leave in Redis). Targets and the BENCHMARKS.md section are here too.
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { clearInterval, setInterval } from 'node:timers';
 import { URL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
@@ -15,9 +21,20 @@ import { apiRequest, postSubmissions } from './http-bench.mjs';
 import { PgActivitySampler, processTree } from './pg-activity.mjs';
 import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
-import { createWorkspace, envInt, PG_URL, productEnv, REDIS_URL } from './setup.mjs';
+import { createWorkspace, envInt, insertWorkspaces, PG_URL, productEnv, REDIS_URL } from './setup.mjs';
 
-export const ENGINE_PHASE_KEYS = ['delivery-slow', 'delete-hanging', 'isolation', 'host-slow', 'host-overload'];
+export const ENGINE_PHASE_KEYS = [
+  'delivery-slow',
+  'delete-hanging',
+  'isolation',
+  'host-slow',
+  'host-overload',
+  'host-fairness',
+  'host-proportional',
+  'instant-one-host',
+  'instant-ten-hosts',
+  'host-thousand',
+];
 
 const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
 const DEFAULT_POOL_SIZE = 10; // the worker's DATABASE_POOL_SIZE default
@@ -45,6 +62,25 @@ export const engineSettings = () => ({
   overloadDeliveries: envInt('BENCH_OVERLOAD_DELIVERIES', 3_000),
   /** host-overload's retry schedule, so a 503'd delivery comes back within the phase (the default waits 5 s, then 5 min). */
   overloadRetrySchedule: Array(15).fill('1s').join(','),
+  /** host-fairness: A's backlog at the host (hostWebhooks webhooks), then B's submissions spaced over fairnessSpreadSec. */
+  fairnessDeliveriesA: envInt('BENCH_FAIRNESS_DELIVERIES', 2_000),
+  fairnessSubmissionsB: 20,
+  fairnessSpreadSec: 1,
+  /** host-proportional: the receiver's delay grows by slowDelayMs for each this many requests open. */
+  proportionalSlowsPer: 25,
+  proportionalDeliveries: envInt('BENCH_PROPORTIONAL_DELIVERIES', 2_500),
+  /** host-proportional's open counts are taken from this long after the first arrival. */
+  proportionalSkipSec: 10,
+  /** instant-one-host, instant-ten-hosts: deliveries in all, and the hosts of the second. */
+  instantDeliveries: envInt('BENCH_INSTANT_DELIVERIES', 20_000),
+  instantHosts: 10,
+  /** host-thousand: hosts (receiver ports), webhooks at each, deliveries in all, its time cap. */
+  thousandHosts: 1_000,
+  thousandWebhooksPerHost: 10,
+  thousandDeliveries: envInt('BENCH_THOUSAND_DELIVERIES', 100_000),
+  thousandMaxSec: envInt('BENCH_THOUSAND_MAX_SEC', 300),
+  /** The api's MAX_WEBHOOKS_PER_WORKSPACE default: host-thousand's webhooks are spread over workspaces of this many. */
+  webhooksPerWorkspace: 100,
   /** Passed to the workers only when set in the bench's environment; otherwise the services' defaults. */
   workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null),
   databasePoolSize: envInt('DATABASE_POOL_SIZE', null),
@@ -74,8 +110,32 @@ async function waitUntil(done, timeoutMs, workers = []) {
   }
 }
 
+/** `fn` over `items`, at most `limit` at a time; the results in the items' order. */
+async function mapLimit(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const one = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, one));
+  return out;
+}
+
+/** Open files of a process: its soft limit and how many it has open now (null where /proc does not say). */
+function openFiles(pid = 'self') {
+  try {
+    const limit = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))?.[1];
+    return { limit: limit === undefined ? null : limit, open: readdirSync(`/proc/${pid}/fd`).length };
+  } catch {
+    return { limit: null, open: null };
+  }
+}
+
 /**
- * The three phases over the run's context: `db` (pg client on the bench database), `apiUrl`, `dbName`,
+ * The phases over the run's context: `db` (pg client on the bench database), `apiUrl`, `dbName`,
  * `queuePrefix`, `redisPid`, `log`, `sampler` (the run's RssSampler), `nodeOptions`, `logLevel`, and
  * `clearBacklog()` (cancels pending deliveries and empties the queue; called with no worker running).
  */
@@ -111,16 +171,21 @@ export function enginePhases(ctx) {
   async function workspaceWithWebhooks(name, urls) {
     const env = productEnv({ dbName: ctx.dbName, queuePrefix: ctx.queuePrefix }, { LOG_LEVEL: ctx.logLevel });
     const { apiKey, calculators } = await createWorkspace(db, name, env, 1);
+    return { apiKey, calculator: calculators[0], webhooks: await createWebhooks(apiKey, calculators[0], name, urls) };
+  }
+
+  /** One webhook per url (POST /webhooks, one after another), each bound to the calculator; their ids. */
+  async function createWebhooks(apiKey, calculator, name, urls) {
     const webhooks = [];
     for (const [i, url] of urls.entries()) {
       const { data } = await apiCall(apiKey, 'POST', '/api/v1/webhooks', {
         url: `${url}/hook/${i}`,
         name: `${name} ${i}`,
-        calculators,
+        calculators: [calculator],
       });
       webhooks.push(data.id);
     }
-    return { apiKey, calculator: calculators[0], webhooks };
+    return webhooks;
   }
 
   /** `count` submissions to the workspace's calculator, `concurrency` at a time; fails on any non-200. */
@@ -348,6 +413,40 @@ export function enginePhases(ctx) {
 
   // ------------------------------------------------------------------------------------------ isolation
 
+  /**
+   * `count` submissions to the workspace's calculator spaced evenly over `spreadSec`, sent on `pool`
+   * without waiting for the answers; each carries its sequence number (data.benchSeq), its send time goes
+   * in `sentAt`. Returns the failures (by status or error) and when sending began and all were answered.
+   */
+  async function spacedSubmissions(pool, ws, count, spreadSec, sentAt) {
+    const failures = {};
+    const fail = (reason) => (failures[reason] = (failures[reason] ?? 0) + 1);
+    const inflight = [];
+    const spacingMs = (spreadSec * 1000) / count;
+    const startedAt = performance.now();
+    for (let seq = 0; seq < count; seq += 1) {
+      await sleep(Math.max(0, startedAt + seq * spacingMs - performance.now()));
+      sentAt[seq] = performance.now();
+      const body = { ...SUBMISSION_BODY, data: { ...SUBMISSION_BODY.data, benchSeq: seq } };
+      inflight.push(
+        pool
+          .request({
+            method: 'POST',
+            path: `/api/v1/calculators/${ws.calculator}/submissions`,
+            headers: { 'x-ac-api-key': ws.apiKey, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+          .then(async (response) => {
+            await response.body.dump();
+            if (response.statusCode !== 200) fail(response.statusCode);
+          })
+          .catch((error) => fail(error.code ?? error.message)),
+      );
+    }
+    await Promise.all(inflight);
+    return { failures, startedAt, endedAt: performance.now() };
+  }
+
   async function isolation() {
     const s = settings;
     const dead = new ReceiverGroup(s.isolationDeadReceivers, { hang: true });
@@ -384,33 +483,11 @@ export function enginePhases(ctx) {
         [worker],
       );
       const aInFlight = dead.requests;
-      const failures = {};
-      const inflight = [];
-      const spacingMs = (s.isolationSpreadSec * 1000) / s.isolationSubmissionsB;
-      const t0 = performance.now();
-      for (let seq = 0; seq < s.isolationSubmissionsB; seq += 1) {
-        await sleep(Math.max(0, t0 + seq * spacingMs - performance.now()));
-        sentAt[seq] = performance.now();
-        const body = { ...SUBMISSION_BODY, data: { ...SUBMISSION_BODY.data, benchSeq: seq } };
-        inflight.push(
-          pool
-            .request({
-              method: 'POST',
-              path: `/api/v1/calculators/${b.calculator}/submissions`,
-              headers: { 'x-ac-api-key': b.apiKey, 'content-type': 'application/json' },
-              body: JSON.stringify(body),
-            })
-            .then(async (response) => {
-              await response.body.dump();
-              if (response.statusCode !== 200) failures[response.statusCode] = (failures[response.statusCode] ?? 0) + 1;
-            })
-            .catch(
-              (error) => (failures[error.code ?? error.message] = (failures[error.code ?? error.message] ?? 0) + 1),
-            ),
-        );
-      }
-      await Promise.all(inflight);
-      const lastSentAt = performance.now();
+      const {
+        failures,
+        startedAt: t0,
+        endedAt: lastSentAt,
+      } = await spacedSubmissions(pool, b, s.isolationSubmissionsB, s.isolationSpreadSec, sentAt);
       await waitUntil(() => receipts.size >= s.isolationSubmissionsB, s.isolationWaitSec * 1000, [worker]);
       const endAt = performance.now();
       const missing = sentAt.map((at, seq) => (receipts.has(seq) ? null : endAt - at)).filter((v) => v !== null);
@@ -444,46 +521,87 @@ export function enginePhases(ctx) {
 
   // ------------------------------------------------------------------------------ host-slow, host-overload
 
+  // Every other delivery was cancelled before the phase (clearBacklog): the pending ones are the phase's.
+  const countPending = async () =>
+    Number((await db.query(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`)).rows[0].n);
+
   /**
-   * `hostWebhooks` webhooks at one receiver port, `hostDeliveries` deliveries created with no worker
-   * running, then one worker; runs until none is pending (or hostMaxSec from the first receipt).
+   * Listens on `receivers`; `prepare(urls)` creates the webhooks and returns `{ webhooks, submitAll }`;
+   * `submitAll()` makes the deliveries with the backlog cleared and no worker running. Then one worker,
+   * until every delivery has arrived and none is pending, or `maxSec` after the first receipt.
+   * `started(worker)` runs once the worker is spawned; `ended(worker)` once the deliveries ended (or the
+   * cap), the worker still up; `stopped()` once it has stopped. Receivers closed and worker stopped at
+   * the end, failed or not.
    */
-  async function oneHost(name, deliveries, receiverOptions, workerExtraEnv) {
-    const receivers = new ReceiverGroup(1, receiverOptions);
+  async function drainAtHosts(
+    name,
+    receivers,
+    prepare,
+    { maxSec = settings.hostMaxSec, workerEnv = {}, started, ended, stopped } = {},
+  ) {
     let worker;
     try {
       await receivers.listen();
-      const ws = await workspaceWithWebhooks(name, Array(settings.hostWebhooks).fill(receivers.urls[0]));
-      const submissions = Math.ceil(deliveries / settings.hostWebhooks);
+      const { webhooks, submitAll } = await prepare(receivers.urls);
       await ctx.clearBacklog();
-      log(`${name}: ${submissions} submissions x ${settings.hostWebhooks} webhooks at one host, no worker running`);
-      await submit(ws, submissions);
-      const expected = await deliveriesOf(ws.webhooks, 'pending');
+      await submitAll();
+      const expected = await deliveriesOf(webhooks, 'pending');
       const busyBefore = await machineBusy();
-      worker = await startWorker(`worker-${name}`, { waitReady: false, env: workerExtraEnv });
-      await waitUntil(() => receivers.requests > 0, 60_000, [worker]);
+      worker = await startWorker(`worker-${name}`, { waitReady: false, env: workerEnv });
+      started?.(worker);
+      if (!(await waitUntil(() => receivers.requests > 0, 60_000, [worker]))) {
+        throw new Error(`${name}: no request reached the receivers within 60 s`);
+      }
+      const deadline = receivers.firstAt + maxSec * 1000;
+      // The receipts first (no query meanwhile), then every answer recorded.
+      await waitUntil(() => receivers.unique >= expected, deadline - performance.now(), [worker]);
       let pending = expected;
-      const done = await waitUntil(
-        async () => (pending = await deliveriesOf(ws.webhooks, 'pending')) === 0,
-        receivers.firstAt + settings.hostMaxSec * 1000 - performance.now(),
-        [worker],
-      );
+      const done = await waitUntil(async () => (pending = await countPending()) === 0, deadline - performance.now(), [
+        worker,
+      ]);
       const seconds = (performance.now() - receivers.firstAt) / 1000;
+      const atEnd = ended ? await ended(worker) : null;
+      const counts = await statusCounts(webhooks);
+      const workerPeakRssMb = round(await stopProcess(worker));
       return {
         receivers,
-        ws,
+        webhooks,
         expected,
         done,
         pending,
         seconds,
         busyBefore,
-        statusCounts: await statusCounts(ws.webhooks),
+        atEnd,
+        afterStop: stopped ? await stopped() : null,
+        statusCounts: counts,
+        workerPeakRssMb,
       };
     } finally {
       await receivers.close();
       if (worker) await stopProcess(worker);
     }
   }
+
+  /** `hostWebhooks` webhooks at one receiver port, `deliveries` deliveries (drainAtHosts). */
+  const oneHost = (name, deliveries, receiverOptions, workerEnv) =>
+    drainAtHosts(
+      name,
+      new ReceiverGroup(1, receiverOptions),
+      async ([url]) => {
+        const ws = await workspaceWithWebhooks(name, Array(settings.hostWebhooks).fill(url));
+        const submissions = Math.ceil(deliveries / settings.hostWebhooks);
+        return {
+          webhooks: ws.webhooks,
+          submitAll: async () => {
+            log(
+              `${name}: ${submissions} submissions x ${settings.hostWebhooks} webhooks at one host, no worker running`,
+            );
+            await submit(ws, submissions);
+          },
+        };
+      },
+      { workerEnv },
+    );
 
   const median = (values) => percentiles(values).p50;
 
@@ -536,12 +654,291 @@ export function enginePhases(ctx) {
     };
   }
 
+  // ------------------------------------------------------------------------------ hosts shared by webhooks
+
+  /**
+   * Workspace A's backlog waits at a host answering after slowDelayMs; workspace B's webhook at the same
+   * host (another path) then gets a few submissions. B's deliveries are told apart by the payload's
+   * webhookId; each one's time runs from its submission's send to its receipt.
+   */
+  async function hostFairness() {
+    const s = settings;
+    const receivers = new ReceiverGroup(1, { delayMs: s.slowDelayMs });
+    const sentAt = new Array(s.fairnessSubmissionsB);
+    const receipts = new Map(); // seq -> ms from submission sent to receipt
+    let bWebhook = null;
+    receivers.onPayload = (payload, at) => {
+      const seq = payload?.data?.data?.benchSeq;
+      if (payload?.webhookId === bWebhook && Number.isInteger(seq) && sentAt[seq] !== undefined) {
+        receipts.set(seq, at - sentAt[seq]);
+      }
+    };
+    let worker;
+    const pool = new Pool(apiUrl, { connections: 4 });
+    try {
+      const [url] = await receivers.listen();
+      const a = await workspaceWithWebhooks('bench-fair-a', Array(s.hostWebhooks).fill(url));
+      const b = await workspaceWithWebhooks('bench-fair-b', [`${url}/b`]);
+      [bWebhook] = b.webhooks;
+      const submissionsA = Math.ceil(s.fairnessDeliveriesA / s.hostWebhooks);
+      await ctx.clearBacklog();
+      log(`host-fairness: A ${submissionsA} submissions x ${s.hostWebhooks} webhooks at one host, no worker running`);
+      await submit(a, submissionsA);
+      const deliveriesA = await deliveriesOf(a.webhooks, 'pending');
+      const busyBefore = await machineBusy();
+      worker = await startWorker('worker-host-fairness', { waitReady: false });
+      if (!(await waitUntil(() => receivers.requests > 0, 60_000, [worker]))) {
+        throw new Error('host-fairness: no request reached the receiver within 60 s');
+      }
+      const aPendingWhenBStarted = await deliveriesOf(a.webhooks, 'pending');
+      log(
+        `host-fairness: ${aPendingWhenBStarted} of A pending; B ${s.fairnessSubmissionsB} over ${s.fairnessSpreadSec} s`,
+      );
+      const { failures, startedAt, endedAt } = await spacedSubmissions(
+        pool,
+        b,
+        s.fairnessSubmissionsB,
+        s.fairnessSpreadSec,
+        sentAt,
+      );
+      const deadline = receivers.firstAt + s.hostMaxSec * 1000;
+      await waitUntil(() => receipts.size >= s.fairnessSubmissionsB, deadline - performance.now(), [worker]);
+      const bEndAt = performance.now();
+      const bMissing = sentAt.map((at, seq) => (receipts.has(seq) ? null : bEndAt - at)).filter((v) => v !== null);
+      await waitUntil(() => receivers.unique >= deliveriesA + receipts.size, deadline - performance.now(), [worker]);
+      let pending = deliveriesA;
+      const done = await waitUntil(async () => (pending = await countPending()) === 0, deadline - performance.now(), [
+        worker,
+      ]);
+      const seconds = (performance.now() - receivers.firstAt) / 1000;
+      const aPendingAtEnd = done ? 0 : await deliveriesOf(a.webhooks, 'pending');
+      const result = {
+        webhooksA: s.hostWebhooks,
+        receiverDelayMs: s.slowDelayMs,
+        deliveriesA,
+        aPendingWhenBStarted,
+        submissionsB: s.fairnessSubmissionsB,
+        bSpreadSec: round((endedAt - startedAt) / 1000, 2),
+        bFailedSubmissions: Object.values(failures).reduce((x, y) => x + y, 0),
+        bFailures: failures,
+        received: receipts.size,
+        receiptMs: percentiles([...receipts.values()]),
+        /** A missing delivery of B took at least this long (from its submission to the end of B's wait). */
+        missingAtLeastMs: bMissing.length ? round(Math.max(...bMissing)) : null,
+        complete: done,
+        pendingAtEnd: pending,
+        seconds: round(seconds, 2),
+        aPerSec: round((deliveriesA - aPendingAtEnd) / seconds),
+        maxOpen: receivers.maxOpen,
+        statusCountsA: await statusCounts(a.webhooks),
+        statusCountsB: await statusCounts(b.webhooks),
+        busyBefore,
+      };
+      result.workerPeakRssMb = round(await stopProcess(worker));
+      return result;
+    } finally {
+      await pool.close();
+      await receivers.close();
+      if (worker) await stopProcess(worker);
+    }
+  }
+
+  async function hostProportional() {
+    const s = settings;
+    log(`host-proportional: one receiver answering after ${s.slowDelayMs} ms x (1 + open / ${s.proportionalSlowsPer})`);
+    const r = await oneHost(
+      'host-proportional',
+      s.proportionalDeliveries,
+      { delayMs: s.slowDelayMs, slowsPer: s.proportionalSlowsPer },
+      {},
+    );
+    const after = r.receivers.arrivals.filter(([at]) => at - r.receivers.firstAt >= s.proportionalSkipSec * 1000);
+    return {
+      webhooks: s.hostWebhooks,
+      receiverDelayMs: s.slowDelayMs,
+      slowsPer: s.proportionalSlowsPer,
+      skipSec: s.proportionalSkipSec,
+      deliveries: r.expected,
+      complete: r.done,
+      seconds: round(r.seconds, 2),
+      perSec: round((r.expected - r.pending) / r.seconds),
+      requests: r.receivers.requests,
+      maxOpen: r.receivers.maxOpen,
+      arrivalsAfterSkip: after.length,
+      medianOpenAfterSkip: median(after.map(([, open]) => open)),
+      statusCounts: r.statusCounts,
+      busyBefore: r.busyBefore,
+    };
+  }
+
+  /** `hostWebhooks` webhooks spread over `hosts` receivers answering at once; instantDeliveries deliveries. */
+  async function instantHosts(name, hosts) {
+    const s = settings;
+    log(`${name}: ${s.hostWebhooks} webhooks over ${hosts} receiver(s) answering 200 at once`);
+    const r = await drainAtHosts(name, new ReceiverGroup(hosts), async (urls) => {
+      const ws = await workspaceWithWebhooks(
+        name,
+        Array.from({ length: s.hostWebhooks }, (_, i) => urls[i % hosts]),
+      );
+      const submissions = Math.ceil(s.instantDeliveries / s.hostWebhooks);
+      return {
+        webhooks: ws.webhooks,
+        submitAll: async () => {
+          log(`${name}: ${submissions} submissions x ${s.hostWebhooks} webhooks, no worker running`);
+          await submit(ws, submissions);
+        },
+      };
+    });
+    return {
+      hosts,
+      webhooks: s.hostWebhooks,
+      deliveries: r.expected,
+      complete: r.done,
+      seconds: round(r.seconds, 2),
+      perSec: round((r.expected - r.pending) / r.seconds),
+      duplicates: r.receivers.duplicates,
+      maxOpen: r.receivers.maxOpen,
+      requestsPerHost: { min: Math.min(...r.receivers.perServer), max: Math.max(...r.receivers.perServer) },
+      statusCounts: r.statusCounts,
+      workerPeakRssMb: r.workerPeakRssMb,
+      busyBefore: r.busyBefore,
+    };
+  }
+
+  /**
+   * The admission keys (`<queuePrefix>:dest:<host>:<kind>`) of the given hosts: how many, their MEMORY
+   * USAGE, and their TTLs; keys of other hosts (earlier phases') are only counted.
+   */
+  async function admissionKeys(destinations) {
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    const base = `${ctx.queuePrefix}:dest:`;
+    const seen = new Set();
+    const out = { keys: 0, bytes: 0, byKind: {}, withoutTtl: 0, pttlMaxMs: null, pttlMinMs: null, otherHostsKeys: 0 };
+    try {
+      let cursor = '0';
+      do {
+        const [next, found] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 1000);
+        cursor = next;
+        const fresh = found.filter((key) => !seen.has(key));
+        for (const key of fresh) seen.add(key);
+        const mine = fresh.filter((key) => destinations.has(key.slice(base.length, key.lastIndexOf(':'))));
+        out.otherHostsKeys += fresh.length - mine.length;
+        if (mine.length === 0) continue;
+        const pipeline = redis.pipeline();
+        for (const key of mine) pipeline.call('MEMORY', 'USAGE', key).pttl(key);
+        const answers = await pipeline.exec();
+        mine.forEach((key, i) => {
+          const [, bytes] = answers[2 * i];
+          const [, pttl] = answers[2 * i + 1];
+          if (pttl === -2) return; // expired meanwhile
+          const kind = key.slice(key.lastIndexOf(':') + 1);
+          out.keys += 1;
+          out.bytes += Number(bytes ?? 0);
+          out.byKind[kind] = (out.byKind[kind] ?? 0) + 1;
+          if (pttl === -1) out.withoutTtl += 1;
+          else {
+            out.pttlMaxMs = Math.max(out.pttlMaxMs ?? 0, pttl);
+            out.pttlMinMs = Math.min(out.pttlMinMs ?? Infinity, pttl);
+          }
+        });
+      } while (cursor !== '0');
+    } finally {
+      redis.disconnect();
+    }
+    return out;
+  }
+
+  /**
+   * thousandHosts receivers answering at once, thousandWebhooksPerHost webhooks at each, spread over
+   * workspaces of webhooksPerWorkspace (each workspace's webhooks at as many hosts, each host's from
+   * several workspaces), one calculator per workspace bound to all its webhooks.
+   */
+  async function hostThousand() {
+    const s = settings;
+    const hosts = s.thousandHosts;
+    const total = hosts * s.thousandWebhooksPerHost;
+    const workspaces = Math.ceil(total / s.webhooksPerWorkspace);
+    const perWorkspace = Math.max(1, Math.round(s.thousandDeliveries / total));
+    const receivers = new ReceiverGroup(hosts);
+    let destinations;
+    // Open files of the bench (the receivers' side) and of the worker, sampled each second.
+    const files = { limitBench: openFiles().limit, limitWorker: null, peakBench: 0, peakWorker: 0 };
+    let filesTimer;
+    const sampleFiles = (pid) => {
+      files.peakBench = Math.max(files.peakBench, openFiles().open ?? 0);
+      files.peakWorker = Math.max(files.peakWorker, openFiles(pid).open ?? 0);
+    };
+    const r = await drainAtHosts(
+      'host-thousand',
+      receivers,
+      async (urls) => {
+        destinations = new Set(urls.map((url) => new URL(url).host));
+        log(
+          `host-thousand: ${hosts} receivers; ${workspaces} workspaces (SQL) of ${s.webhooksPerWorkspace} webhooks (API)`,
+        );
+        const inserted = await insertWorkspaces(
+          db,
+          Array.from({ length: workspaces }, (_, w) => `bench-thousand-${w}`),
+        );
+        const created = await mapLimit(inserted, 8, async (ws, w) => {
+          const count = Math.min(s.webhooksPerWorkspace, total - w * s.webhooksPerWorkspace);
+          const at = Array.from({ length: count }, (_, j) => urls[(w * s.webhooksPerWorkspace + j) % hosts]);
+          return { ...ws, webhooks: await createWebhooks(ws.apiKey, ws.calculator, `bench-thousand-${w}`, at) };
+        });
+        return {
+          webhooks: created.flatMap((ws) => ws.webhooks),
+          submitAll: async () => {
+            log(`host-thousand: ${perWorkspace} submissions x ${total} webhooks, no worker running`);
+            await mapLimit(created, 8, (ws) => submit(ws, perWorkspace, 2));
+          },
+        };
+      },
+      {
+        maxSec: s.thousandMaxSec,
+        started: (worker) => {
+          files.limitWorker = openFiles(worker.pid).limit;
+          filesTimer = setInterval(() => sampleFiles(worker.pid), 1000);
+        },
+        ended: async (worker) => {
+          clearInterval(filesTimer);
+          sampleFiles(worker.pid);
+          return admissionKeys(destinations);
+        },
+        stopped: () => admissionKeys(destinations),
+      },
+    ).finally(() => clearInterval(filesTimer));
+    return {
+      hosts,
+      webhooksPerHost: s.thousandWebhooksPerHost,
+      workspaces,
+      deliveries: r.expected,
+      complete: r.done,
+      pending: r.pending,
+      seconds: round(r.seconds, 2),
+      perSec: round((r.expected - r.pending) / r.seconds),
+      duplicates: r.receivers.duplicates,
+      requestsPerHost: { min: Math.min(...r.receivers.perServer), max: Math.max(...r.receivers.perServer) },
+      maxOpenAtOneHost: r.receivers.maxOpen,
+      statusCounts: r.statusCounts,
+      /** The admission keys of the phase's hosts once every delivery ended (worker up), and after it stopped. */
+      admissionKeys: { afterRun: r.atEnd, afterWorkerStop: r.afterStop },
+      openFiles: files,
+      workerPeakRssMb: r.workerPeakRssMb,
+      busyBefore: r.busyBefore,
+    };
+  }
+
   const phases = {
     'delivery-slow': deliverySlow,
     'delete-hanging': deleteHanging,
     isolation,
     'host-slow': hostSlow,
     'host-overload': hostOverload,
+    'host-fairness': hostFairness,
+    'host-proportional': hostProportional,
+    'instant-one-host': () => instantHosts('instant-one-host', 1),
+    'instant-ten-hosts': () => instantHosts('instant-ten-hosts', settings.instantHosts),
+    'host-thousand': hostThousand,
   };
   return { settings, run: (key) => phases[key]() };
 }
@@ -659,6 +1056,68 @@ export function engineTargets(results) {
     },
     (v) => v < 10,
   );
+  const fair = e['host-fairness'];
+  const fairMissing = fair ? fair.submissionsB - fair.received : 0;
+  add(
+    {
+      name: `workspace B's submission-to-receipt max at a host where A's ${fmt(fair?.deliveriesA ?? 2000)} deliveries wait (${fair?.receiverDelayMs ?? 250} ms answers)`,
+      value: fair ? Math.max(fair.receiptMs.max ?? 0, fair.missingAtLeastMs ?? 0) || null : null,
+      invalid: fairMissing > 0 ? `${fairMissing} of ${fair.submissionsB} not received within the phase` : null,
+      target: '< 1,250 ms',
+    },
+    (v) => v < 1250,
+  );
+  const prop = e['host-proportional'];
+  add(
+    {
+      name: `requests open at a host answering in ${prop?.receiverDelayMs ?? 250} ms x (1 + open / ${prop?.slowsPer ?? 25}), median after the first ${prop?.skipSec ?? 10} s`,
+      value: prop?.medianOpenAfterSkip,
+      target: '<= 60',
+    },
+    (v) => v <= 60,
+  );
+  const bullmq = results.ceilings?.bullmq?.jobsPerSec ?? null;
+  for (const [key, where] of [
+    ['instant-one-host', 'one host'],
+    ['instant-ten-hosts', 'ten hosts'],
+  ]) {
+    const r = e[key];
+    const ratio = r?.perSec && bullmq ? r.perSec / bullmq : null;
+    add(
+      {
+        name: `deliveries/s, ${r?.webhooks ?? 20} webhooks at ${where} answering at once, one worker (defaults)`,
+        value: r?.perSec,
+        ceiling: bullmq,
+        ratio,
+        invalid: r && !r.complete ? 'not every delivery ended within the phase' : null,
+        target: '>= 25.0% of ceiling',
+      },
+      () => (ratio === null ? null : ratio >= 0.25),
+    );
+  }
+  const thousand = e['host-thousand'];
+  const tenHosts = e['instant-ten-hosts']?.perSec ?? null;
+  const thousandRatio = thousand?.perSec && tenHosts ? thousand.perSec / tenHosts : null;
+  add(
+    {
+      name: `deliveries/s, ${fmt(thousand?.hosts ?? 1000)} hosts x ${thousand?.webhooksPerHost ?? 10} webhooks answering at once, one worker (ceiling: instant-ten-hosts)`,
+      value: thousand?.perSec,
+      ceiling: tenHosts,
+      ratio: thousandRatio,
+      invalid: thousand && !thousand.complete ? 'not every delivery ended within the phase' : null,
+      target: '>= 80.0% of ceiling',
+    },
+    () => (thousandRatio === null ? null : thousandRatio >= 0.8),
+  );
+  const keys = thousand?.admissionKeys;
+  add(
+    {
+      name: `host-thousand's admission keys (<queuePrefix>:dest:*) without a TTL, after the run and after the worker stopped`,
+      value: keys ? Math.max(keys.afterRun?.withoutTtl ?? 0, keys.afterWorkerStop?.withoutTtl ?? 0) : null,
+      target: '0',
+    },
+    (v) => v === 0,
+  );
   return targets;
 }
 
@@ -770,6 +1229,108 @@ function hostSection(slow, overload) {
   ].join('\n');
 }
 
+const statuses = (counts) =>
+  Object.entries(counts ?? {})
+    .map(([s, n]) => `${fmt(n)} ${s}`)
+    .join(', ');
+
+function fairnessSection(r) {
+  if (!r) return 'Not measured in this run.';
+  const missing = r.submissionsB - r.received;
+  return [
+    `Workspace A has ${r.webhooksA} webhooks at one receiver port (one host) answering 200 after ${r.receiverDelayMs} ms; its`,
+    `${fmt(r.deliveriesA)} deliveries are created with no worker running, then one worker starts with the defaults. At the`,
+    `first receipt (${fmt(r.aPendingWhenBStarted)} of A's still pending), workspace B, whose one webhook is at the same host:port`,
+    `(another path), gets ${r.submissionsB} submissions spaced over ${fmt(r.bSpreadSec, 2)} s. B's deliveries are told apart at the receiver`,
+    "by the payload's webhookId; each one's time runs from its submission's send to its receipt (the body",
+    'arrived, before the answer).',
+    '',
+    '| figure | p50 ms | p99 ms | max ms | count |',
+    '|---|---:|---:|---:|---:|',
+    percentileRow(
+      "B's submission sent -> webhook received",
+      r.receiptMs,
+      `${r.received} of ${r.submissionsB} arrived${r.bFailedSubmissions ? ` (${r.bFailedSubmissions} submissions failed)` : ''}`,
+    ),
+    '',
+    [
+      missing > 0
+        ? `${missing} of B's deliveries never arrived; one waited at least ${fmt(r.missingAtLeastMs)} ms.`
+        : null,
+      `A: ${fmt(r.aPerSec)} deliveries/s over ${fmt(r.seconds, 1)} s from the first receipt`,
+      r.complete ? 'to none pending;' : `(${fmt(r.pendingAtEnd)} still pending at the time cap);`,
+      `open at the host (max) ${r.maxOpen}; statuses: A ${statuses(r.statusCountsA)}, B ${statuses(r.statusCountsB)}.`,
+    ]
+      .filter(Boolean)
+      .join(' '),
+  ].join('\n');
+}
+
+function proportionalSection(r) {
+  if (!r) return 'Not measured in this run.';
+  return [
+    `${r.webhooks} webhooks at one receiver port; the receiver answers 200 after ${r.receiverDelayMs} ms x (1 + open / ${r.slowsPer}), open being`,
+    'the requests open at it when the request arrived (itself included): a host whose answers slow with its',
+    `load, so that more requests at once buy little throughput (at most ${fmt((1000 * r.slowsPer) / r.receiverDelayMs)}/s) and much latency. The deliveries are`,
+    `created with no worker running; open counts are the receiver's at each arrival from ${r.skipSec} s after the first.`,
+    '',
+    '| deliveries | seconds | per second | open (max) | open after the first 10 s (median) | statuses |',
+    '|---:|---:|---:|---:|---:|---|',
+    `| ${fmt(r.deliveries)}${r.complete ? '' : ' (not all ended at the time cap)'} | ${fmt(r.seconds, 1)} | ${fmt(r.perSec)} | ${r.maxOpen} | ${fmt(r.medianOpenAfterSkip)} | ${statuses(r.statusCounts)} |`,
+  ].join('\n');
+}
+
+function instantSection(one, ten, bullmq) {
+  if (!one && !ten) return 'Not measured in this run.';
+  const row = (label, r) =>
+    r
+      ? `| ${label} | ${r.hosts} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ' (time cap)'} | ${bullmq?.jobsPerSec ? `${((100 * r.perSec) / bullmq.jobsPerSec).toFixed(1)}%` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`
+      : `| ${label} | not measured | | | | | | |`;
+  return [
+    `${one?.webhooks ?? ten?.webhooks} webhooks of one workspace, at one receiver port (instant-one-host) or spread evenly over ten`,
+    '(instant-ten-hosts); the receivers answer 200 at once. The deliveries are created with no worker running,',
+    'then one worker starts with the defaults; the rate runs from the first receipt to none pending. The ratio',
+    `is to bare BullMQ's no-op jobs at the same concurrency (${bullmq ? `${fmt(bullmq.jobsPerSec)} jobs/s, concurrency ${bullmq.concurrency}, in this run` : 'not measured in this run'}).`,
+    '',
+    '| phase | hosts | deliveries | seconds | per second | ratio to bare BullMQ | requests per host (min-max) | statuses |',
+    '|---|---:|---:|---:|---:|---:|---|---|',
+    row('instant-one-host', one),
+    row('instant-ten-hosts', ten),
+  ].join('\n');
+}
+
+function thousandSection(r, ten) {
+  if (!r) return 'Not measured in this run.';
+  const keys = (label, k) =>
+    k
+      ? `| ${label} | ${fmt(k.keys)} | ${fmt(k.bytes / 1024, 1)} KiB | ${Object.entries(k.byKind)
+          .map(([kind, n]) => `${fmt(n)} ${kind}`)
+          .join(', ')} | ${fmt(k.withoutTtl)} | ${k.pttlMaxMs === null ? '-' : `${fmt(k.pttlMaxMs / 60_000, 1)} min`} |`
+      : `| ${label} | not measured | | | | |`;
+  const tenRate = ten?.perSec ?? null;
+  return [
+    `${fmt(r.hosts)} receiver ports in the bench process (one host each), answering 200 at once; ${r.webhooksPerHost} webhooks at each,`,
+    `in ${r.workspaces} workspaces of up to 100 (the api's MAX_WEBHOOKS_PER_WORKSPACE default), each workspace's webhooks`,
+    "at as many hosts and each host's webhooks from several workspaces; one calculator per workspace bound to all",
+    'its webhooks (workspaces, keys and calculators inserted by SQL, webhooks made through the API). The',
+    'deliveries are created with no worker running, then one worker starts with the defaults.',
+    `Open files: limit ${r.openFiles.limitBench} for the bench, ${r.openFiles.limitWorker ?? 'n/a'} for the worker (not raised); at most`,
+    `${fmt(r.openFiles.peakBench)} open in the bench and ${fmt(r.openFiles.peakWorker)} in the worker (sampled each second).`,
+    '',
+    '| deliveries | seconds | per second | ratio to instant-ten-hosts | requests per host (min-max) | statuses |',
+    '|---:|---:|---:|---:|---|---|',
+    `| ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ` (${fmt(r.pending)} pending at the time cap)`} | ${r.perSec && tenRate ? `${((100 * r.perSec) / tenRate).toFixed(1)}% of ${fmt(tenRate)}/s` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`,
+    '',
+    'The admission keys of these hosts (`<queuePrefix>:dest:<host>:<kind>`), their total MEMORY USAGE and TTLs.',
+    'An idle one goes when its TTL runs out, so after the longest PTTL only keys without a TTL would remain.',
+    '',
+    '| when | keys | memory | kinds | without TTL | longest PTTL |',
+    '|---|---:|---:|---|---:|---:|',
+    keys('every delivery ended, worker up', r.admissionKeys.afterRun),
+    keys('after the worker stopped', r.admissionKeys.afterWorkerStop),
+  ].join('\n');
+}
+
 /** The BENCHMARKS.md section of the engine phases. */
 export function engineSection(results) {
   const e = results.engine ?? {};
@@ -779,9 +1340,11 @@ These phases run after the others, each with one worker process of its own start
 default settings (WORKER_CONCURRENCY and DATABASE_POOL_SIZE are passed only when
 \`BENCH_WORKER_CONCURRENCY\` or \`DATABASE_POOL_SIZE\` are set in the bench's environment; host-overload
 alone sets a retry schedule of seconds), each workspace with receivers of its own in
-the bench process; the backlog is cleared before each. Overrides: \`BENCH_SLOW_DELIVERIES\`,
+the bench process (host-fairness's two workspaces share one); the backlog is cleared before each. Overrides: \`BENCH_SLOW_DELIVERIES\`,
 \`BENCH_SLOW_RECEIVERS\`, \`BENCH_SLOW_DELAY_MS\`, \`BENCH_SLOW_MAX_SEC\`, \`BENCH_DEAD_WEBHOOKS\`,
-\`BENCH_ISOLATION_SUBMISSIONS\`, \`BENCH_ISOLATION_WAIT\`, \`BENCH_HOST_DELIVERIES\`, \`BENCH_OVERLOAD_DELIVERIES\`, \`BENCH_HOST_MAX_SEC\`.
+\`BENCH_ISOLATION_SUBMISSIONS\`, \`BENCH_ISOLATION_WAIT\`, \`BENCH_HOST_DELIVERIES\`, \`BENCH_OVERLOAD_DELIVERIES\`, \`BENCH_HOST_MAX_SEC\`,
+\`BENCH_FAIRNESS_DELIVERIES\`, \`BENCH_PROPORTIONAL_DELIVERIES\`, \`BENCH_INSTANT_DELIVERIES\`, \`BENCH_THOUSAND_DELIVERIES\`,
+\`BENCH_THOUSAND_MAX_SEC\`.
 
 ### Slow receivers (delivery-slow)
 
@@ -798,5 +1361,21 @@ ${isolationSection(e.isolation)}
 ### One host shared by many webhooks (host-slow, host-overload)
 
 ${hostSection(e['host-slow'], e['host-overload'])}
+
+### A host shared by two workspaces (host-fairness)
+
+${fairnessSection(e['host-fairness'])}
+
+### A host whose answers slow with its load (host-proportional)
+
+${proportionalSection(e['host-proportional'])}
+
+### Receivers answering at once: one host, ten hosts (instant-one-host, instant-ten-hosts)
+
+${instantSection(e['instant-one-host'], e['instant-ten-hosts'], results.ceilings?.bullmq)}
+
+### A thousand hosts (host-thousand)
+
+${thousandSection(e['host-thousand'], e['instant-ten-hosts'])}
 `;
 }

@@ -1,6 +1,7 @@
 // Receivers of the delivery-engine phases: N HTTP servers on N distinct ports (so each is a destination
-// of its own for the per-destination cap), answering 200 after a delay, or never ("dead": the connection
-// is accepted and the request read, but no answer is ever written). One tally for the whole group.
+// of its own for the per-destination cap), answering 200 after a delay (fixed, or growing with the
+// requests open), or never ("dead": the connection is accepted and the request read, but no answer is
+// ever written). One tally for the whole group.
 import { Buffer } from 'node:buffer';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -14,12 +15,17 @@ export class ReceiverGroup {
    * answer), the clock the submission client uses too. `onPayload(payload, receivedAt, index)` gets the
    * parsed body of each first receipt of a webhook-id.
    */
-  constructor(count, { delayMs = 0, hang = false, overloadAbove = null } = {}) {
+  constructor(count, { delayMs = 0, hang = false, overloadAbove = null, slowsPer = null } = {}) {
     this.count = count;
     this.delayMs = delayMs;
     this.hang = hang;
     /** When set, a request that finds more than this many open at its server is answered 503. */
     this.overloadAbove = overloadAbove;
+    /**
+     * When set, a request's delay is delayMs x (1 + open / slowsPer), open being the requests open at its
+     * server when it arrived (itself included): a host whose answers slow down with its load.
+     */
+    this.slowsPer = slowsPer;
     this.onPayload = null;
     this.servers = [];
     this.urls = [];
@@ -72,11 +78,12 @@ export class ReceiverGroup {
         res.writeHead(status, { 'content-type': 'text/plain', 'content-length': '2' });
         res.end('ok');
       };
-      if (this.delayMs <= 0) return answer();
+      const delayMs = this.slowsPer ? this.delayMs * (1 + open / this.slowsPer) : this.delayMs;
+      if (delayMs <= 0) return answer();
       const timer = setTimeout(() => {
         this.timers.delete(timer);
         answer();
-      }, this.delayMs);
+      }, delayMs);
       this.timers.add(timer);
     });
   }

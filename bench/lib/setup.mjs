@@ -3,6 +3,7 @@
 import { createId } from '@paralleldrive/cuid2';
 import { Redis } from 'ioredis';
 import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import pg from 'pg';
@@ -92,4 +93,44 @@ export async function createWorkspace(db, name, env, calculatorCount) {
     [workspace.id, createId(), base, calculators],
   );
   return { workspace, apiKey, calculators };
+}
+
+/**
+ * Workspaces inserted by SQL, each with an API key (made as src/auth/api-key.ts makes one) and one
+ * published calculator: for phases needing many, where the CLI would start a process per workspace.
+ * Returns [{ workspaceId, apiKey, calculator }] in the names' order.
+ */
+export async function insertWorkspaces(db, names) {
+  const rows = names.map((name) => {
+    const apiKey = `ack_${randomBytes(4).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+    return { name, workspaceId: createId(), keyId: createId(), apiKey, calculator: createId() };
+  });
+  const column = (field) => rows.map((r) => r[field]);
+  await db.query('BEGIN');
+  try {
+    await db.query(`INSERT INTO workspaces (id, name) SELECT * FROM unnest($1::varchar[], $2::varchar[])`, [
+      column('workspaceId'),
+      column('name'),
+    ]);
+    await db.query(
+      `INSERT INTO api_keys (id, workspace_id, prefix, key_hash)
+       SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[])`,
+      [
+        column('keyId'),
+        column('workspaceId'),
+        rows.map((r) => r.apiKey.slice(0, 12)),
+        rows.map((r) => createHash('sha256').update(r.apiKey).digest('hex')),
+      ],
+    );
+    await db.query(
+      `INSERT INTO calculators (id, workspace_id, folder_id, name, status)
+       SELECT c, w, $3, 'Calculator 1', 'published' FROM unnest($1::varchar[], $2::varchar[]) AS t(c, w)`,
+      [column('calculator'), column('workspaceId'), createId()],
+    );
+    await db.query('COMMIT');
+  } catch (error) {
+    await db.query('ROLLBACK');
+    throw error;
+  }
+  return rows.map(({ workspaceId, apiKey, calculator }) => ({ workspaceId, apiKey, calculator }));
 }
