@@ -36,11 +36,12 @@ export class DeliveryAttemptService {
     private readonly store: DeliveryStore,
   ) {}
 
-  async run(job: DeliverJobData): Promise<RunResult> {
+  /** `answered` runs once the receiver has answered (or the send failed), before the attempt is recorded. */
+  async run(job: DeliverJobData, answered: (result: SendResult) => void = () => undefined): Promise<RunResult> {
     if (!isCuid2(job.deliveryId)) return { status: 'skipped' };
     // A kept-alive connection found closed before anything went out made no attempt: again, on a new one.
     for (let tries = 1; ; tries++) {
-      const result = await this.attempt(job, tries < MAX_UNSENT_TRIES);
+      const result = await this.attempt(job, tries < MAX_UNSENT_TRIES, answered);
       if (result !== 'unsent') return result;
     }
   }
@@ -49,6 +50,7 @@ export class DeliveryAttemptService {
   private async attempt(
     { deliveryId, trigger, url }: DeliverJobData,
     mayRetry: boolean,
+    answered: (result: SendResult) => void,
   ): Promise<RunResult | 'unsent'> {
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
     const connection = await this.sender.connect(url);
@@ -75,6 +77,7 @@ export class DeliveryAttemptService {
       await this.store.releaseLease(deliveryId);
       return 'unsent';
     }
+    answered(result);
     return this.record(deliveryId, trigger, claim.context, startedAt, result);
   }
 

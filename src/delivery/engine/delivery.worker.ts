@@ -7,6 +7,7 @@ import { RedisClients } from '../../core/redis/redis.module.js';
 import { DELIVERY_QUEUE, type DeliverJobData } from '../delivery-queue.js';
 import { Admission, signalOf } from './admission/admission.js';
 import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
+import type { SendResult } from './webhook-sender.js';
 
 /** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */
 export class RetryLaterError extends Error {
@@ -60,9 +61,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const ticket = await this.admission.enter(job, token);
-    let result: RunResult | undefined;
+    // The host's slot is given back as soon as the receiver has answered: recording it needs no host.
+    const answered = (send: SendResult) =>
+      this.admission.answered(ticket, { signal: signalOf(send), latencyMs: send.durationMs });
     try {
-      result = await this.attempts.run(job.data);
+      const result: RunResult = await this.attempts.run(job.data, answered);
       if (result.status === 'busy') {
         await job.moveToDelayed(Date.now() + BUSY_WAIT_MS, token);
         throw new DelayedError();
@@ -71,8 +74,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       if (result.status === 'failed') throw new UnrecoverableError(result.reason);
       return result.status;
     } finally {
-      const send = result && 'send' in result ? result.send : undefined;
-      this.admission.leave(ticket, { signal: signalOf(send), latencyMs: send?.durationMs ?? 0 });
+      this.admission.leave(ticket);
     }
   }
 

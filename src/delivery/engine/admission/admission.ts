@@ -17,6 +17,8 @@ export interface Ticket {
   webhookId: string;
   workspaceId: string;
   admittedAt: number;
+  /** Whether the host's slot was given back already (the receiver answered). */
+  hostLeft: boolean;
 }
 
 /** What an attempt's result showed of its host, for the adaptive limit and the breaker. */
@@ -76,7 +78,7 @@ export class Admission {
       this.leaveShare(workspaceId);
       throw error;
     }
-    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now() };
+    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now(), hostLeft: false };
     this.leaveShare(workspaceId);
     await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
     // Given its turn while it was still running here: that promote found nothing to move, so move itself.
@@ -84,14 +86,21 @@ export class Admission {
     throw new DelayedError();
   }
 
-  /** Ends an admitted attempt: frees its slot with what it showed, and wakes whoever's turn that makes. */
-  leave(ticket: Ticket, attempted: Omit<Attempted, 'admittedAt'>): void {
-    const { destination, holder, webhookId, workspaceId, admittedAt } = ticket;
+  /** The receiver answered (or the send failed): frees the host's slot with what it showed, and wakes the next. */
+  answered(ticket: Ticket, attempted: Omit<Attempted, 'admittedAt'>): void {
+    if (ticket.hostLeft) return;
+    ticket.hostLeft = true;
+    const { destination, holder, webhookId, admittedAt } = ticket;
     void this.host
       .leave(destination, holder, webhookId, { ...attempted, admittedAt })
       .then((woken) => this.wake(woken))
       .catch(() => undefined);
-    this.leaveShare(workspaceId);
+  }
+
+  /** Ends an admitted attempt: its host's slot if no answer freed it (nothing was sent), and its share here. */
+  leave(ticket: Ticket): void {
+    this.answered(ticket, { signal: 'other', latencyMs: 0 });
+    this.leaveShare(ticket.workspaceId);
   }
 
   private leaveShare(workspaceId: string): void {
@@ -104,13 +113,15 @@ export class Admission {
    * turn back at once, which may wake the next; one running elsewhere comes to its turn by itself.
    */
   private async wake(woken: Woken[]): Promise<void> {
-    for (const { destination, webhookId, jobId } of woken) {
-      if ((await this.promote(jobId)) || (await this.exists(jobId))) continue;
-      const next = await this.host
-        .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
-        .catch(() => []);
-      await this.wake(next);
-    }
+    await Promise.all(
+      woken.map(async ({ destination, webhookId, jobId }) => {
+        if ((await this.promote(jobId)) || (await this.exists(jobId))) return;
+        const next = await this.host
+          .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
+          .catch(() => []);
+        await this.wake(next);
+      }),
+    );
   }
 
   /** Moves a parked job to the queue's wait list; false when it was not parked (running, or gone). */

@@ -221,7 +221,7 @@ export const ENTER = `${HOST}
  * cut (it says nothing of the cut limit); a window also closes once it is a recent minimum latency old
  * (at least the min window). 'timeout' counts towards opening the breaker, an answer closes it. Answers
  * per attempt the closed window, if any, for decideLimit: epoch, limit, peak, samples, latency sum,
- * latency min, drop, recent minimum, ceiling.
+ * latency min, drop, recent minimum, ceiling, the recent minimum's load.
  */
 export const LEAVE = `${HOST}
   local threshold = tonumber(ARGV[6])
@@ -240,10 +240,11 @@ export const LEAVE = `${HOST}
       return epoch
     end
     local function closeWindow(drop)
-      local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling')
+      local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling', 'minrtt_load')
       local epoch = restart()
       if drop ~= '' then redis.call('HSET', state, 'cut_at', now) end
-      return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '' }
+      return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '',
+        w[8] or '' }
     end
     local function sample(signal, latency, admittedAt)
       if DROPS[signal] then
@@ -302,14 +303,14 @@ export const LEAVE = `${HOST}
 /**
  * Sets the limit decideLimit chose for a closed window, unless a later window closed meanwhile (or the
  * breaker set it), and gives the room it made to the line. One host; ARGV after the common five: base,
- * epoch, limit, recent minimum ('' = unchanged), reason ('' = unchanged), ceiling ('' = none).
+ * epoch, limit, recent minimum ('' = unchanged) and its load, reason ('' = unchanged), ceiling ('' = none).
  */
 export const DECIDE = `${HOST}
   local host = Host(0, ARGV[6], 0)
   local state = host.keys.state
   if redis.call('HGET', state, 'epoch') ~= ARGV[7] then return { {}, woken } end
   redis.call('HSET', state, 'limit', ARGV[8])
-  if ARGV[9] ~= '' then redis.call('HSET', state, 'minrtt', ARGV[9]) end
+  if ARGV[9] ~= '' then redis.call('HSET', state, 'minrtt', ARGV[9], 'minrtt_load', ARGV[12]) end
   if ARGV[11] ~= '' then redis.call('HSET', state, 'ceiling', ARGV[11]) else redis.call('HDEL', state, 'ceiling') end
   if ARGV[10] ~= '' then redis.call('HSET', state, 'reason', ARGV[10], 'changed_at', now) end
   host.expire()

@@ -62,6 +62,8 @@ const KEY_TTL_MS = 3_600_000;
 // A window is at least this long, so a 1 ms receiver's limit does not move on every batch.
 const MIN_WINDOW_MS = 100;
 const MAX_BATCH = 500;
+// Calls out at once per script: a batch need not wait for the previous one's round trip.
+const CALLS_OUT = 4;
 
 /**
  * A host's admission in Redis, shared by every worker: its slots, the per-webhook cap, the adaptive limit
@@ -77,10 +79,14 @@ export class HostAdmission {
   readonly slotTtlMs: number;
   private readonly enters = new Batcher<Entering, [HostAnswer, Woken[]]>(
     (batch) => this.enterBatch(batch),
-    1,
+    CALLS_OUT,
     MAX_BATCH,
   );
-  private readonly leaves = new Batcher<Leaving, [string[], Woken[]]>((batch) => this.leaveBatch(batch), 1, MAX_BATCH);
+  private readonly leaves = new Batcher<Leaving, [string[], Woken[]]>(
+    (batch) => this.leaveBatch(batch),
+    CALLS_OUT,
+    MAX_BATCH,
+  );
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -116,7 +122,7 @@ export class HostAdmission {
 
   /** Computes and sets the limit a closed window calls for; returns the waiters its room gives a turn to. */
   private async decide(destination: string, closed: string[]): Promise<Woken[]> {
-    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling] = closed;
+    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling, minRttLoad] = closed;
     const decision = decideLimit(
       {
         limit: Number(limit),
@@ -126,6 +132,7 @@ export class HostAdmission {
         latencyMinMs: Number(latencyMin),
         drop: drop === '' ? null : (drop as DropReason),
         minRttMs: minRtt === '' ? null : Number(minRtt),
+        minRttLoad: minRttLoad === '' ? null : Number(minRttLoad),
         ceiling: ceiling === '' ? null : Number(ceiling),
       },
       this.config.hostLimit,
@@ -144,6 +151,7 @@ export class HostAdmission {
       decision.minRttMs === null ? '' : decision.minRttMs.toFixed(2),
       decision.reason ?? '',
       decision.ceiling ?? '',
+      decision.minRttLoad ?? '',
     );
     return woken.map(([, webhookId, jobId]) => ({ destination, webhookId, jobId }));
   }

@@ -11,13 +11,20 @@ const window = (over: Partial<HostWindow> = {}): HostWindow => ({
   latencyMinMs: 250,
   drop: null,
   minRttMs: 250,
+  minRttLoad: 20,
   ceiling: null,
   ...over,
 });
 
 describe('decideLimit', () => {
   it('doubles while a host never seen overloaded answers 2xx at its recent minimum (slow start)', () => {
-    expect(decideLimit(window(), BOUNDS)).toEqual({ limit: 40, minRttMs: 250, ceiling: null, reason: 'growth' });
+    expect(decideLimit(window(), BOUNDS)).toEqual({
+      limit: 40,
+      minRttMs: 250,
+      minRttLoad: 20,
+      ceiling: null,
+      reason: 'growth',
+    });
     expect(decideLimit(window({ limit: 400, peakInFlight: 400 }), BOUNDS).limit).toBe(800);
     // Within a fifth of the minimum (295 ms over 250): still doubling; 320 ms is past it.
     expect(decideLimit(window({ latencySumMs: 20 * 295 }), BOUNDS).limit).toBe(40);
@@ -42,6 +49,7 @@ describe('decideLimit', () => {
     expect(decideLimit(window({ limit: 40, drop, samples: 0, latencySumMs: 0 }), BOUNDS)).toEqual({
       limit: 20,
       minRttMs: 250,
+      minRttLoad: 20,
       ceiling: 40,
       reason: drop,
     });
@@ -71,6 +79,7 @@ describe('decideLimit', () => {
     expect(decideLimit(window({ limit: 75, peakInFlight: 75, ceiling: 40 }), BOUNDS)).toEqual({
       limit: 83,
       minRttMs: 250,
+      minRttLoad: 75,
       ceiling: null,
       reason: 'growth',
     });
@@ -101,20 +110,34 @@ describe('decideLimit', () => {
   });
 
   it('takes a faster answer as the recent minimum at once, and follows a slower host slowly', () => {
-    expect(decideLimit(window({ latencyMinMs: 100, latencySumMs: 20 * 120 }), BOUNDS).minRttMs).toBe(100);
+    const faster = decideLimit(window({ peakInFlight: 30, latencyMinMs: 100, latencySumMs: 20 * 120 }), BOUNDS);
+    expect(faster).toMatchObject({ minRttMs: 100, minRttLoad: 30 });
     const slower = decideLimit(window({ latencyMinMs: 410, latencySumMs: 20 * 420 }), BOUNDS).minRttMs!;
     expect(slower).toBeGreaterThan(250);
     expect(slower).toBeLessThan(270);
+  });
+
+  it('does not follow slower answers seen at more load than the minimum was taken at (our own queueing)', () => {
+    // A host whose answers slow with the requests open: at 40 open they take 700 ms against 450 at 20.
+    const loaded = window({ limit: 40, peakInFlight: 40, latencyMinMs: 650, latencySumMs: 20 * 700, minRttMs: 450 });
+    expect(decideLimit(loaded, BOUNDS)).toMatchObject({ minRttMs: 450, minRttLoad: 20, limit: 40, reason: null });
   });
 
   it('learns the recent minimum from the first window, and holds a window without 2xx', () => {
     expect(decideLimit(window({ minRttMs: null }), BOUNDS)).toEqual({
       limit: 40,
       minRttMs: 250,
+      minRttLoad: 20,
       ceiling: null,
       reason: 'growth',
     });
-    const empty = window({ samples: 0, latencySumMs: 0, latencyMinMs: 0, minRttMs: null });
-    expect(decideLimit(empty, BOUNDS)).toEqual({ limit: 20, minRttMs: null, ceiling: null, reason: null });
+    const empty = window({ samples: 0, latencySumMs: 0, latencyMinMs: 0, minRttMs: null, minRttLoad: null });
+    expect(decideLimit(empty, BOUNDS)).toEqual({
+      limit: 20,
+      minRttMs: null,
+      minRttLoad: null,
+      ceiling: null,
+      reason: null,
+    });
   });
 });

@@ -23,8 +23,11 @@
  *   per window near it, on both sides, so a host that answers 503 above N open is probed past N once
  *   in many windows rather than every other one; past twice that limit it is forgotten.
  * - The recent minimum follows a host that became slower for good: a window whose fastest answer is
- *   above it raises it by a fraction of the difference (Envoy measures it again instead, by pausing
- *   the host down to a few requests, which costs throughput at every remeasure).
+ *   above it, at no more load than the minimum was taken at, raises it by a fraction of the difference.
+ *   At a higher load the slower answers may be our own queueing, and following them would let the
+ *   limit creep up with the latency it causes; a host slower for good is cut by the gradient until the
+ *   load is down to that level, and followed then. (Envoy measures the minimum again instead, by
+ *   pausing the host down to a few requests, which costs throughput at every remeasure.)
  */
 
 /** Why a limit changed: grown, cut for an overload signal or for latency, or set by the breaker. */
@@ -45,6 +48,8 @@ export interface HostWindow {
   drop: DropReason | null;
   /** The host's recent minimum latency, null before its first 2xx. */
   minRttMs: number | null;
+  /** The most attempts in flight in the window the recent minimum was taken in. */
+  minRttLoad: number | null;
   /** The limit at the last overload signal, null when none is remembered. */
   ceiling: number | null;
 }
@@ -57,6 +62,7 @@ export interface LimitBounds {
 export interface LimitDecision {
   limit: number;
   minRttMs: number | null;
+  minRttLoad: number | null;
   ceiling: number | null;
   /** Null when the limit stayed as it was. */
   reason: LimitReason | null;
@@ -77,11 +83,18 @@ const MIN_RTT_DRIFT = 1 / 16;
 
 const clamp = (limit: number, { min, max }: LimitBounds) => Math.min(max, Math.max(min, Math.floor(limit)));
 
-function nextMinRtt(window: HostWindow): number | null {
-  if (window.samples === 0) return window.minRttMs;
-  const { latencyMinMs: fastest, minRttMs: recent } = window;
-  if (recent === null || fastest <= recent) return fastest;
-  return recent + (fastest - recent) * MIN_RTT_DRIFT;
+/**
+ * A faster answer is the new minimum at once. A slower window moves it up only when its load was no
+ * more than the minimum's: at a higher load the slower answers may be our own queueing at the host
+ * (following them would let the limit creep up with the latency it causes).
+ */
+function nextMinRtt(window: HostWindow): Pick<LimitDecision, 'minRttMs' | 'minRttLoad'> {
+  const { latencyMinMs: fastest, minRttMs: recent, minRttLoad: load, peakInFlight } = window;
+  if (window.samples === 0) return { minRttMs: recent, minRttLoad: load };
+  if (recent === null || fastest < recent) return { minRttMs: fastest, minRttLoad: peakInFlight };
+  if (fastest === recent) return { minRttMs: recent, minRttLoad: Math.max(load ?? 0, peakInFlight) };
+  if (load !== null && peakInFlight > load) return { minRttMs: recent, minRttLoad: load };
+  return { minRttMs: recent + (fastest - recent) * MIN_RTT_DRIFT, minRttLoad: load ?? peakInFlight };
 }
 
 /** The growth step: the limit's square root, shrunk near the last overload's limit (at least 1). */
@@ -92,11 +105,11 @@ export function growthStep(limit: number, ceiling: number | null): number {
 }
 
 export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecision {
-  const minRttMs = nextMinRtt(window);
+  const minimum = nextMinRtt(window);
   const decided = (limit: number, reason: LimitReason, ceiling = window.ceiling): LimitDecision => {
     const next = clamp(limit, bounds);
     const kept = ceiling !== null && next < ceiling * 2 ? ceiling : null;
-    return { limit: next, minRttMs, ceiling: kept, reason: next === window.limit ? null : reason };
+    return { limit: next, ...minimum, ceiling: kept, reason: next === window.limit ? null : reason };
   };
   // Measured against the minimum as it was (or this window's, when faster), before it follows a slower host.
   const baseline = Math.min(window.minRttMs ?? window.latencyMinMs, window.latencyMinMs);
