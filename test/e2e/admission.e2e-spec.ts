@@ -30,9 +30,14 @@ function useHosts(env: Record<string, string>) {
     });
     return answer;
   };
-  /** Ends attempt `id`; returns the jobs given a turn. */
-  const leave = async (destination: string, id: string, webhook = 'hook', signal: HostSignal = 'ok', admittedAt = 0) =>
-    (await host.leave(destination, `${id}:t`, webhook, { signal, latencyMs: 10, admittedAt })).map((w) => w.jobId);
+  /** Ends attempt `id` (by default showing nothing of the host); returns the jobs given a turn. */
+  const leave = async (
+    destination: string,
+    id: string,
+    webhook = 'hook',
+    signal: HostSignal = 'other',
+    admittedAt = 0,
+  ) => (await host.leave(destination, `${id}:t`, webhook, { signal, latencyMs: 10, admittedAt })).map((w) => w.jobId);
   return { config, host, states, enter, leave };
 }
 
@@ -152,6 +157,19 @@ describe('admission: the adaptive limit and the breaker, its two ends', () => {
     expect(await states.get('h5')).toMatchObject({ limit: 4, inFlight: 2 });
     await leave('h5', 'x2', 'hook-2', 'timeout', Date.now() + 1);
     expect(await states.get('h5')).toMatchObject({ limit: 2, inFlight: 1, lastChange: { reason: 'timeout' } });
+  });
+
+  it('grows by one slot per prompt answer while the host was never overloaded (slow start), not after', async () => {
+    for (let i = 0; i < 8; i++) expect(await enter('h9', `s${i}`, `hook-${i}`)).toBe(0);
+    await leave('h9', 's0', 'hook-0', 'ok');
+    expect(await states.get('h9')).toMatchObject({ limit: 9, lastChange: { reason: 'growth' } });
+    await leave('h9', 's1', 'hook-1', 'ok');
+    expect(await states.get('h9')).toMatchObject({ limit: 10 });
+    await leave('h9', 's2', 'hook-2', '503', Date.now() + 1);
+    expect(await states.get('h9')).toMatchObject({ limit: 5, lastChange: { reason: '503' } });
+    // Overloaded once: no more slow start.
+    await leave('h9', 's3', 'hook-3', 'ok');
+    expect(await states.get('h9')).toMatchObject({ limit: 5 });
   });
 
   it('opens the breaker on timeouts in a row: the limit goes to the minimum and waiters wait for its end', async () => {

@@ -214,7 +214,7 @@ export const ENTER = `${HOST}
 
 /**
  * Ends attempts: per attempt holder, webhook id, signal, latency (ms) and admission time; ARGV after the
- * common five: breaker threshold, breaker cooldown, min limit, min window (ms). Frees the slot, adds what
+ * common five: breaker threshold, breaker cooldown, min limit, min window (ms), max limit. Frees the slot, adds what
  * the attempt showed to the host's window, feeds the breaker (its other end sets the limit to the
  * minimum), and gives the room to the line. Signals: 'ok' (2xx) adds a latency sample; '429', '503',
  * 'refused', 'reset', 'timeout' close the window at once unless the attempt was admitted before the last
@@ -226,9 +226,11 @@ export const ENTER = `${HOST}
 export const LEAVE = `${HOST}
   local threshold = tonumber(ARGV[6])
   local cooldownBase = tonumber(ARGV[7])
+  local minWindow = tonumber(ARGV[9])
+  local maxLimit = tonumber(ARGV[10])
   local DROPS = { ['429'] = true, ['503'] = true, refused = true, reset = true, timeout = true }
   local ANSWERS = { ok = true, answered = true, ['429'] = true, ['503'] = true }
-  return eachHost(10, 5, function(host)
+  return eachHost(11, 5, function(host)
     local breaker, state = host.keys.breaker, host.keys.state
     host.expire()
     -- No breaker: an answer has nothing to close (the usual case, read once per host, not per attempt).
@@ -252,16 +254,23 @@ export const LEAVE = `${HOST}
         return closeWindow(signal)
       end
       if signal ~= 'ok' then return {} end
-      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt')
+      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt', 'ceiling', 'limit')
       local ms = tonumber(latency)
       redis.call('HINCRBY', state, 'wcount', 1)
       redis.call('HINCRBY', state, 'wsum', ms)
       if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
+      -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
+      -- fifth of its minimum (or 25 ms), its limit in use, gains a slot per answer: doubling per round trip.
+      local limit = tonumber(w[5] or initial)
+      local fastest = math.min(tonumber(w[3] or ms), tonumber(w[2] or ms), ms)
+      if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= math.max(fastest * 1.2, fastest + 25) then
+        redis.call('HSET', state, 'limit', limit + 1, 'reason', 'growth', 'changed_at', now)
+      end
       if not w[1] then
         redis.call('HSET', state, 'wstart', now)
         return {}
       end
-      if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), tonumber(ARGV[9])) then return {} end
+      if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), minWindow) then return {} end
       return closeWindow('')
     end
     local function release(holder, webhookId, signal, latency, admittedAt)
@@ -309,7 +318,8 @@ export const DECIDE = `${HOST}
   local host = Host(0, ARGV[6], 0)
   local state = host.keys.state
   if redis.call('HGET', state, 'epoch') ~= ARGV[7] then return { {}, woken } end
-  redis.call('HSET', state, 'limit', ARGV[8])
+  -- An unchanged limit is not written: answers since the window closed may have grown it (slow start).
+  if ARGV[10] ~= '' then redis.call('HSET', state, 'limit', ARGV[8]) end
   if ARGV[9] ~= '' then redis.call('HSET', state, 'minrtt', ARGV[9], 'minrtt_load', ARGV[12]) end
   if ARGV[11] ~= '' then redis.call('HSET', state, 'ceiling', ARGV[11]) else redis.call('HDEL', state, 'ceiling') end
   if ARGV[10] ~= '' then redis.call('HSET', state, 'reason', ARGV[10], 'changed_at', now) end

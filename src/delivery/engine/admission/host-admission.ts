@@ -185,6 +185,7 @@ export class HostAdmission {
       cooldownMs,
       this.config.hostLimit.min,
       MIN_WINDOW_MS,
+      this.config.hostLimit.max,
       ...args,
     );
     return this.withWoken(inBatchOrder(windows), woken, destinations);

@@ -17,17 +17,17 @@ const window = (over: Partial<HostWindow> = {}): HostWindow => ({
 });
 
 describe('decideLimit', () => {
-  it('doubles while a host never seen overloaded answers 2xx at its recent minimum (slow start)', () => {
+  it('leaves a host in slow start to its answers (each added a slot), and ends slow start once it is slower', () => {
+    // Never overloaded, answering at its minimum: the answers grew it one by one; the window holds.
     expect(decideLimit(window(), BOUNDS)).toEqual({
-      limit: 40,
+      limit: 20,
       minRttMs: 250,
       minRttLoad: 20,
       ceiling: null,
-      reason: 'growth',
+      reason: null,
     });
-    expect(decideLimit(window({ limit: 400, peakInFlight: 400 }), BOUNDS).limit).toBe(800);
-    // Within a fifth of the minimum (295 ms over 250): still doubling; 320 ms is past it.
-    expect(decideLimit(window({ latencySumMs: 20 * 295 }), BOUNDS).limit).toBe(40);
+    expect(decideLimit(window({ latencySumMs: 20 * 295 }), BOUNDS).limit).toBe(20);
+    // Past a fifth of the minimum (320 ms over 250): the square-root steps.
     expect(decideLimit(window({ latencySumMs: 20 * 320 }), BOUNDS).limit).toBe(25);
   });
 
@@ -41,8 +41,9 @@ describe('decideLimit', () => {
   });
 
   it('does not grow past the maximum', () => {
-    expect(decideLimit(window({ limit: 990, peakInFlight: 990 }), BOUNDS)).toMatchObject({ limit: 1000 });
-    expect(decideLimit(window({ limit: 1000, peakInFlight: 1000 }), BOUNDS)).toMatchObject({ reason: null });
+    const steady = { latencySumMs: 20 * 370, ceiling: 500 };
+    expect(decideLimit(window({ limit: 990, peakInFlight: 990, ...steady }), BOUNDS)).toMatchObject({ limit: 1000 });
+    expect(decideLimit(window({ limit: 1000, peakInFlight: 1000, ...steady }), BOUNDS)).toMatchObject({ reason: null });
   });
 
   it.each(['429', '503', 'refused', 'reset', 'timeout'] as const)('halves the limit at once on %s', (drop) => {
@@ -103,7 +104,7 @@ describe('decideLimit', () => {
   it("does not take a fast receiver's few ms of jitter for queueing (the slack)", () => {
     const instant = (meanMs: number) =>
       window({ limit: 100, peakInFlight: 100, minRttMs: 1, latencyMinMs: 1, latencySumMs: 20 * meanMs });
-    expect(decideLimit(instant(20), BOUNDS)).toMatchObject({ limit: 200, reason: 'growth' });
+    expect(decideLimit(instant(20), BOUNDS)).toMatchObject({ limit: 100, reason: null }); // slow start
     expect(decideLimit(instant(40), BOUNDS)).toMatchObject({ limit: 110, reason: 'growth' });
     expect(decideLimit(instant(90), BOUNDS)).toMatchObject({ limit: 100, reason: null });
     expect(decideLimit(instant(120), BOUNDS)).toMatchObject({ reason: 'latency' });
@@ -124,8 +125,8 @@ describe('decideLimit', () => {
   });
 
   it('learns the recent minimum from the first window, and holds a window without 2xx', () => {
-    expect(decideLimit(window({ minRttMs: null }), BOUNDS)).toEqual({
-      limit: 40,
+    expect(decideLimit(window({ minRttMs: null, latencySumMs: 20 * 320 }), BOUNDS)).toEqual({
+      limit: 25,
       minRttMs: 250,
       minRttLoad: 20,
       ceiling: null,

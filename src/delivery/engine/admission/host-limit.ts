@@ -14,10 +14,11 @@
  *   loop when that is more), the host is queueing: the limit is cut in proportion, by at most half
  *   (Gradient2's and Envoy's gradient).
  * - Near the minimum, and the limit in use, it grows. A host never seen overloaded, answering within a
- *   fifth of its minimum, doubles its limit per window (TCP's slow start): an automation platform's
- *   host reaches hundreds within a second or two. Otherwise, up to one and a half times the minimum,
- *   it grows by the limit's square root (Envoy's and Gradient2's headroom), slower the higher it is.
- *   Between growing and queueing it holds.
+ *   fifth of its minimum, gains a slot per such answer as it comes (TCP's slow start, +1 per ACK, which
+ *   doubles per round trip; the Lua that frees the slot adds it, so the window's decision holds): an
+ *   automation platform's host reaches hundreds within a second or two. Otherwise, up to one and a half
+ *   times the minimum, it grows by the limit's square root per window (Envoy's and Gradient2's
+ *   headroom), slower the higher it is. Between growing and queueing it holds.
  * - Growth remembers the limit of the last overload or latency cut (CUBIC's Wmax, TCP's ssthresh): no
  *   slow start while it is known, and the step shrinks in proportion to the distance to it, down to 1
  *   per window near it, on both sides, so a host that answers 503 above N open is probed past N once
@@ -126,8 +127,9 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
   }
   // Growing a limit the host's load does not reach would let a later burst through unmeasured.
   if (window.peakInFlight * 2 < window.limit) return decided(window.limit, 'growth');
+  // Slow start: each prompt answer added a slot as it came (host-admission.scripts.ts), doubling per round trip.
   if (window.ceiling === null && meanMs <= within(SLOW_START_RATIO, LATENCY_SLACK_MS / 4)) {
-    return decided(window.limit * 2, 'growth');
+    return decided(window.limit, 'growth');
   }
   if (meanMs <= within(LATENCY_GROW_RATIO, LATENCY_SLACK_MS / 2)) {
     return decided(window.limit + growthStep(window.limit, window.ceiling), 'growth');
