@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DelayedError, Job } from 'bullmq';
 import type { AppConfig } from '../../../core/config/config.js';
 import { APP_CONFIG } from '../../../core/config/config.module.js';
@@ -9,6 +10,8 @@ import { WorkerShare } from './worker-share.js';
 
 // A job over its workspace's share waits in process while the workspace frees a slot this often; then it parks.
 const SHARE_WAIT_MS = 100;
+// How often this worker's event-loop delay, which every answer's measured latency includes, is read.
+const LOOP_DELAY_EVERY_MS = 500;
 
 /** An admitted attempt: what its end gives back. */
 export interface Ticket {
@@ -47,8 +50,12 @@ export function signalOf(send: SendResult | undefined): HostSignal {
  *   out), which only matters when the worker that should have woken it died.
  */
 @Injectable()
-export class Admission {
+export class Admission implements OnModuleDestroy {
   private readonly share: WorkerShare;
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  /** This worker's mean event-loop delay (ms) over the last reading's period, and when it was read. */
+  private loopDelayMs = 0;
+  private loopDelayReadAt = 0;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -56,6 +63,22 @@ export class Admission {
     private readonly queue: DeliveryQueue,
   ) {
     this.share = new WorkerShare(config.workerConcurrency);
+    this.loopDelay.enable();
+  }
+
+  onModuleDestroy(): void {
+    this.loopDelay.disable();
+  }
+
+  /** Read at most every LOOP_DELAY_EVERY_MS, by the answers that need it. */
+  private recentLoopDelayMs(): number {
+    const now = Date.now();
+    if (now - this.loopDelayReadAt >= LOOP_DELAY_EVERY_MS) {
+      this.loopDelayMs = this.loopDelay.mean / 1e6 || 0;
+      this.loopDelay.reset();
+      this.loopDelayReadAt = now;
+    }
+    return this.loopDelayMs;
   }
 
   /** Admits the job's attempt, or parks the job in line and throws DelayedError (BullMQ's "moved"). */
@@ -91,8 +114,10 @@ export class Admission {
     if (ticket.hostLeft) return;
     ticket.hostLeft = true;
     const { destination, holder, webhookId, admittedAt } = ticket;
+    // A saturated worker is late to see every answer: that delay is ours, not the host's queueing.
+    const latencyMs = Math.max(0, attempted.latencyMs - this.recentLoopDelayMs());
     void this.host
-      .leave(destination, holder, webhookId, { ...attempted, admittedAt })
+      .leave(destination, holder, webhookId, { ...attempted, latencyMs, admittedAt })
       .then((woken) => this.wake(woken))
       .catch(() => undefined);
   }

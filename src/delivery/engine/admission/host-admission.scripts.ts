@@ -260,10 +260,10 @@ export const LEAVE = `${HOST}
       redis.call('HINCRBY', state, 'wsum', ms)
       if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
       -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
-      -- fifth of its minimum (or 25 ms), its limit in use, gains a slot per answer: doubling per round trip.
+      -- fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
       local limit = tonumber(w[5] or initial)
       local fastest = math.min(tonumber(w[3] or ms), tonumber(w[2] or ms), ms)
-      if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= math.max(fastest * 1.2, fastest + 25) then
+      if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
         redis.call('HSET', state, 'limit', limit + 1, 'reason', 'growth', 'changed_at', now)
       end
       if not w[1] then

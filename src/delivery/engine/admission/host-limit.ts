@@ -10,11 +10,11 @@
  *   timeout amid 2xx answers at the host's usual latency in the same window is that request's own
  *   (a receiver that hangs on some requests), not the host's load: the limit holds.
  * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
- *   latency, Envoy's minRTT). Well above it (twice it, or the minimum plus a slack for our own event
- *   loop when that is more), the host is queueing: the limit is cut in proportion, by at most half
+ *   latency, Envoy's minRTT). Well above it (twice it, plus a slack for our own event loop, which a
+ *   saturated worker adds to every answer's latency), the host is queueing: the limit is cut in proportion, by at most half
  *   (Gradient2's and Envoy's gradient).
  * - Near the minimum, and the limit in use, it grows. A host never seen overloaded, answering within a
- *   fifth of its minimum, gains a slot per such answer as it comes (TCP's slow start, +1 per ACK, which
+ *   fifth of its minimum (plus half the slack), gains a slot per such answer as it comes (TCP's slow start, +1 per ACK, which
  *   doubles per round trip; the Lua that frees the slot adds it, so the window's decision holds): an
  *   automation platform's host reaches hundreds within a second or two. Otherwise, up to one and a half
  *   times the minimum, it grows by the limit's square root per window (Envoy's and Gradient2's
@@ -69,11 +69,11 @@ export interface LimitDecision {
   reason: LimitReason | null;
 }
 
-/** The mean latency above which the host is queueing: this many times its recent minimum (or the slack over it). */
+/** The mean latency above which the host is queueing: this many times its recent minimum, plus the slack. */
 const LATENCY_CUT_RATIO = 2;
-/** The mean latency under which the limit may grow (or half the slack over the minimum). */
+/** The mean latency under which the limit may grow, plus the slack. */
 const LATENCY_GROW_RATIO = 1.5;
-/** The mean latency under which a host never seen overloaded doubles its limit (or a quarter of the slack). */
+/** The mean latency under which a host never seen overloaded doubles its limit, plus half the slack. */
 const SLOW_START_RATIO = 1.2;
 /** Our own delays (event loop, batching) that a 1 ms receiver's latency must not be mistaken for. */
 const LATENCY_SLACK_MS = 100;
@@ -86,15 +86,17 @@ const clamp = (limit: number, { min, max }: LimitBounds) => Math.min(max, Math.m
 
 /**
  * A faster answer is the new minimum at once. A slower window moves it up only when its load was no
- * more than the minimum's: at a higher load the slower answers may be our own queueing at the host
- * (following them would let the limit creep up with the latency it causes).
+ * more than the minimum's (or its answers are all within the slack): at a higher load the slower
+ * answers may be our own queueing at the host (following them would let the limit creep up with the
+ * latency it causes).
  */
 function nextMinRtt(window: HostWindow): Pick<LimitDecision, 'minRttMs' | 'minRttLoad'> {
   const { latencyMinMs: fastest, minRttMs: recent, minRttLoad: load, peakInFlight } = window;
   if (window.samples === 0) return { minRttMs: recent, minRttLoad: load };
   if (recent === null || fastest < recent) return { minRttMs: fastest, minRttLoad: peakInFlight };
   if (fastest === recent) return { minRttMs: recent, minRttLoad: Math.max(load ?? 0, peakInFlight) };
-  if (load !== null && peakInFlight > load) return { minRttMs: recent, minRttLoad: load };
+  // Under the slack, a host's differences are our own event loop's, not its queueing: followed at any load.
+  if (load !== null && peakInFlight > load && fastest > LATENCY_SLACK_MS) return { minRttMs: recent, minRttLoad: load };
   return { minRttMs: recent + (fastest - recent) * MIN_RTT_DRIFT, minRttLoad: load ?? peakInFlight };
 }
 
@@ -114,7 +116,7 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
   };
   // Measured against the minimum as it was (or this window's, when faster), before it follows a slower host.
   const baseline = Math.min(window.minRttMs ?? window.latencyMinMs, window.latencyMinMs);
-  const within = (ratio: number, slack: number) => Math.max(baseline * ratio, baseline + slack);
+  const within = (ratio: number, slack: number) => baseline * ratio + slack;
   const meanMs = window.latencySumMs / window.samples;
   const queueing = within(LATENCY_CUT_RATIO, LATENCY_SLACK_MS);
   const prompt = window.samples > 0 && meanMs <= queueing;
@@ -128,10 +130,10 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
   // Growing a limit the host's load does not reach would let a later burst through unmeasured.
   if (window.peakInFlight * 2 < window.limit) return decided(window.limit, 'growth');
   // Slow start: each prompt answer added a slot as it came (host-admission.scripts.ts), doubling per round trip.
-  if (window.ceiling === null && meanMs <= within(SLOW_START_RATIO, LATENCY_SLACK_MS / 4)) {
+  if (window.ceiling === null && meanMs <= within(SLOW_START_RATIO, LATENCY_SLACK_MS / 2)) {
     return decided(window.limit, 'growth');
   }
-  if (meanMs <= within(LATENCY_GROW_RATIO, LATENCY_SLACK_MS / 2)) {
+  if (meanMs <= within(LATENCY_GROW_RATIO, LATENCY_SLACK_MS)) {
     return decided(window.limit + growthStep(window.limit, window.ceiling), 'growth');
   }
   return decided(window.limit, 'growth');
