@@ -32,7 +32,8 @@ const HOST = `
   local function Host(k, base, group)
     local slots, breaker, state, webhooks, line, waiting, owners =
       KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
-    local H = { count = redis.call('ZCARD', slots), peak = 0 }
+    -- freed: slots this call freed, each of which may wake one waiter when no turn is kept (grant).
+    local H = { count = redis.call('ZCARD', slots), peak = 0, freed = 0 }
     local function lineOf(workspaceId) return base .. ':line:' .. workspaceId end
     local function queueOf(webhookId) return base .. ':wait:' .. webhookId end
     local function held(webhookId) return tonumber(redis.call('HGET', webhooks, webhookId) or '0') end
@@ -80,6 +81,7 @@ const HOST = `
       if not webhookId then return end
       if redis.call('HINCRBY', webhooks, webhookId, -1) <= 0 then redis.call('HDEL', webhooks, webhookId) end
       H.count = H.count - 1
+      H.freed = H.freed + 1
       join(webhookId)
     end
 
@@ -97,11 +99,18 @@ const HOST = `
       return true
     end
 
-    -- Room goes to the line, in turn: each waiter given a turn has a slot kept for it until it comes.
+    -- Room goes to the line, in turn. While two or more workspaces wait, each waiter given a turn has the
+    -- slot kept for it until it comes, so no newcomer passes the line (fairness between workspaces). With
+    -- one workspace in line there is nobody to be unfair to, and a kept slot would sit idle while its job
+    -- is fetched: each freed slot wakes one waiter and stays free for whichever job comes first.
     function H.grant()
       if H.paused() then return end
       local limit = H.limit()
+      local budget = H.freed
+      H.freed = 0
       while H.count < limit do
+        local fair = redis.call('ZCARD', line) >= 2
+        if not fair and budget <= 0 then return end
         local workspaceId = redis.call('ZRANGE', line, 0, 0)[1]
         if not workspaceId then return end
         local webhookId = redis.call('ZRANGE', lineOf(workspaceId), 0, 0)[1]
@@ -109,7 +118,7 @@ const HOST = `
         local jobId = webhookId and underCap(webhookId) and redis.call('LPOP', queueOf(webhookId))
         if jobId then
           redis.call('HDEL', waiting, jobId)
-          take(webhookId .. '|job:' .. jobId, webhookId, now + slotTtl)
+          if fair then take(webhookId .. '|job:' .. jobId, webhookId, now + slotTtl) else budget = budget - 1 end
           woken[#woken + 1] = { group, webhookId, jobId }
           requeue(workspaceId, webhookId, redis.call('HINCRBY', state, 'turn', 1))
         elseif webhookId then
@@ -161,7 +170,7 @@ const HOST = `
         take(member, webhookId, now + slotTtl)
         return 0
       end
-      -- grant() ran first, so room left now means nobody eligible is ahead.
+      -- grant() ran first: room left now means nobody eligible is ahead, or one workspace waits (no turn kept).
       if openUntil == 0 and H.count < H.limit() and underCap(webhookId) then
         H.leaveLine(jobId, webhookId, workspaceId)
         take(member, webhookId, now + slotTtl)
@@ -324,6 +333,8 @@ export const DECIDE = `${HOST}
   if ARGV[11] ~= '' then redis.call('HSET', state, 'ceiling', ARGV[11]) else redis.call('HDEL', state, 'ceiling') end
   if ARGV[10] ~= '' then redis.call('HSET', state, 'reason', ARGV[10], 'changed_at', now) end
   host.expire()
+  -- The room a raised limit made may wake as many waiters.
+  host.freed = math.max(0, host.limit() - host.count)
   host.grant()
   host.touch()
   return { {}, woken }`;
