@@ -85,6 +85,7 @@ export class Admission implements OnModuleDestroy {
   async enter(job: Job<DeliverJobData>, token: string | undefined): Promise<Ticket> {
     const { deliveryId, destination, webhookId, workspaceId } = job.data;
     const jobId = job.id ?? deliveryId;
+    this.share.forget(workspaceId, jobId);
     if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
       // Every attempt this workspace holds here ends within the delivery timeout: room by then.
       await job.moveToDelayed(Date.now() + this.config.deliveryTimeoutMs + 1_000, token);

@@ -9,7 +9,7 @@
 export class WorkerShare {
   private readonly held = new Map<string, number>();
   private readonly queued = new Map<string, ((admitted: boolean) => void)[]>();
-  private readonly parked = new Map<string, string[]>();
+  private readonly parked = new Map<string, Set<string>>();
   /** When each workspace holding slots last freed one. */
   private readonly freedAt = new Map<string, number>();
   private total = 0;
@@ -73,17 +73,25 @@ export class WorkerShare {
       return undefined;
     }
     const parked = this.parked.get(workspaceId);
-    const next = parked?.shift();
-    if (parked?.length === 0) this.parked.delete(workspaceId);
+    const next = parked?.values().next().value;
+    if (next !== undefined) this.forget(workspaceId, next);
     return next;
   }
 
   /** Records a job parked in the queue's delayed set; true if a slot is free for it already. */
   park(workspaceId: string, jobId: string): boolean {
-    const parked = this.parked.get(workspaceId) ?? [];
-    if (!parked.includes(jobId)) parked.push(jobId);
-    this.parked.set(workspaceId, parked);
+    const parked = this.parked.get(workspaceId) ?? new Set<string>();
+    this.parked.set(workspaceId, parked.add(jobId));
     return this.allows(workspaceId);
+  }
+
+  /**
+   * The job runs again (it came back by itself, at its own time): no freed slot may promote it any more,
+   * or a later wait of the same job (a retry's delay) would be cut short.
+   */
+  forget(workspaceId: string, jobId: string): void {
+    const parked = this.parked.get(workspaceId);
+    if (parked?.delete(jobId) && parked.size === 0) this.parked.delete(workspaceId);
   }
 
   private allows(workspaceId: string): boolean {
