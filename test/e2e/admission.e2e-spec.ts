@@ -42,7 +42,7 @@ function useHosts(env: Record<string, string>) {
 }
 
 describe('admission: per webhook and per host', () => {
-  const { states, enter, leave } = useHosts({
+  const { host, states, enter, leave } = useHosts({
     DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2',
     DELIVERY_HOST_INITIAL_LIMIT: '3',
   });
@@ -77,6 +77,15 @@ describe('admission: per webhook and per host', () => {
     expect(await enter('h10', 'r', 'hook-r')).toBe(0);
     // q, woken, finds the slot taken and is in line again.
     expect(await enter('h10', 'q', 'hook-q')).toBeGreaterThan(0);
+  });
+
+  it('passes the wake of a woken job that is gone to the next in line, with no slot kept', async () => {
+    for (const id of ['t1', 't2', 't3']) expect(await enter('h11', id, `hook-${id}`)).toBe(0);
+    for (const id of ['u', 'v']) expect(await enter('h11', id, `hook-${id}`)).toBeGreaterThan(0);
+    expect(await leave('h11', 't1', 'hook-t1')).toEqual(['job-u']);
+    // u's job was removed (its webhook deleted): the freed slot must still wake someone.
+    const next = await host.leave('h11', 'job:job-u', 'hook-u', { signal: 'other', latencyMs: 0, admittedAt: 0 });
+    expect(next.map((w) => w.jobId)).toEqual(['job-v']);
   });
 
   it('admits attempts that come together (one script run) up to the limit, and wakes them in order', async () => {

@@ -45,7 +45,7 @@ export function signalOf(send: SendResult | undefined): HostSignal {
  * - Waiting: a job turned away is in line (the host's, served in turn by workspace, then by webhook; or
  *   its workspace's on this worker) and parked in the queue's delayed set, spending no attempt and holding
  *   no connection. The release that makes room gives the next in line its turn (at the host, a slot kept
- *   for it) and promotes its job. No timer polls: a parked job's own time is when room is certain without
+ *   for it while two or more workspaces wait) and promotes its job. No timer polls: a parked job's own time is when room is certain without
  *   any release (the host's first slot expiry, the breaker's end, the workspace's attempts here timing
  *   out), which only matters when the worker that should have woken it died.
  */
@@ -135,8 +135,8 @@ export class Admission implements OnModuleDestroy {
   }
 
   /**
-   * Promotes the woken waiters' jobs. A job that no longer exists (its webhook was removed) gives its kept
-   * turn back at once, which may wake the next; one running elsewhere comes to its turn by itself.
+   * Promotes the woken waiters' jobs. A job that no longer exists (its webhook was removed) gives its turn
+   * back at once, which wakes the next; one running elsewhere comes to its turn by itself.
    */
   private async wake(woken: Woken[]): Promise<void> {
     await Promise.all(

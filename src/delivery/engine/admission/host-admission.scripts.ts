@@ -284,7 +284,12 @@ export const LEAVE = `${HOST}
     end
     local function release(holder, webhookId, signal, latency, admittedAt)
       local window = {}
-      if host.free(webhookId .. '|' .. holder) then window = sample(signal, latency, admittedAt) end
+      if host.free(webhookId .. '|' .. holder) then
+        window = sample(signal, latency, admittedAt)
+      elseif string.sub(holder, 1, 4) == 'job:' then
+        -- A woken job that is gone, woken with no slot kept (one workspace in line): its wake goes to the next.
+        host.freed = host.freed + 1
+      end
       if ANSWERS[signal] then
         if not closed then
           redis.call('DEL', breaker)
