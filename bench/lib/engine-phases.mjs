@@ -1183,6 +1183,14 @@ function deleteSection(r) {
   ].join('\n');
 }
 
+/** The isolation and host-fairness tables' row: B's submission-to-receipt times. */
+const bReceiptRow = (r) =>
+  percentileRow(
+    "B's submission sent -> webhook received",
+    r.receiptMs,
+    `${r.received} of ${r.submissionsB} arrived${r.bFailedSubmissions ? ` (${r.bFailedSubmissions} submissions failed)` : ''}`,
+  );
+
 function isolationSection(r) {
   if (!r) return 'Not measured in this run.';
   return [
@@ -1195,11 +1203,7 @@ function isolationSection(r) {
     '',
     '| figure | p50 ms | p99 ms | max ms | count |',
     '|---|---:|---:|---:|---:|',
-    percentileRow(
-      "B's submission sent -> webhook received",
-      r.receiptMs,
-      `${r.received} of ${r.submissionsB} arrived${r.bFailedSubmissions ? ` (${r.bFailedSubmissions} submissions failed)` : ''}`,
-    ),
+    bReceiptRow(r),
     '',
     `Missing deliveries waited at least ${r.missingAtLeastMs === null ? '-' : `${fmt(r.missingAtLeastMs)} ms`}. Requests at A's dead receivers: ${r.aRequestsInFlightWhenBStarted} when B started, ${r.aRequestsAtEnd} at the end.`,
   ].join('\n');
@@ -1247,11 +1251,7 @@ function fairnessSection(r) {
     '',
     '| figure | p50 ms | p99 ms | max ms | count |',
     '|---|---:|---:|---:|---:|',
-    percentileRow(
-      "B's submission sent -> webhook received",
-      r.receiptMs,
-      `${r.received} of ${r.submissionsB} arrived${r.bFailedSubmissions ? ` (${r.bFailedSubmissions} submissions failed)` : ''}`,
-    ),
+    bReceiptRow(r),
     '',
     [
       missing > 0
