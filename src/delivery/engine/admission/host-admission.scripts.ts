@@ -186,7 +186,7 @@ const HOST = `
       if H.peak > tonumber(redis.call('HGET', state, 'wpeak') or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
     end
 
-    H.keys = { slots = slots, breaker = breaker, state = state }
+    H.keys = { breaker = breaker, state = state }
     return H
   end
 
