@@ -766,6 +766,7 @@ async function main() {
       sampler,
       clearBacklog,
       nodeOptions: settings.nodeOptions,
+      nodeFlags: childNodeFlags('worker'),
       logLevel: settings.logLevel,
     },
     runs,

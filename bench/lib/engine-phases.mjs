@@ -159,7 +159,7 @@ export function enginePhases(ctx) {
 
   async function startWorker(name, { waitReady = true, env = {} } = {}) {
     const port = await freePort();
-    const handle = spawnNode(name, 'dist/worker.js', workerEnv(port, env));
+    const handle = spawnNode(name, 'dist/worker.js', workerEnv(port, env), ctx.nodeFlags ?? []);
     ctx.sampler.track('worker', handle);
     if (waitReady) await waitForHttp(handle, `http://127.0.0.1:${port}/metrics`);
     return handle;

@@ -22,7 +22,7 @@ export function mountQueueDashboard(app: NestExpressApplication): void {
   const { adminCredentials } = app.get<AppConfig>(APP_CONFIG);
   if (!adminCredentials) return;
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
-  const queues = [app.get(DeliveryQueue).queue, app.get(MaintenanceQueue).queue];
+  const queues = [...app.get(DeliveryQueue).queues, app.get(MaintenanceQueue).queue];
   createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue)), serverAdapter });
   const dashboard = serverAdapter.getRouter() as Express; // an Express app of its own
   dashboard.disable('x-powered-by');

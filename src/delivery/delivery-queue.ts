@@ -1,7 +1,10 @@
-import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger } from '@nestjs/common';
-import type { JobsOptions, Queue } from 'bullmq';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Queue, type JobsOptions } from 'bullmq';
 import { Batcher } from '../core/batcher.js';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { QueueLayout } from '../core/redis/queue-layout.js';
+import { RedisClients } from '../core/redis/redis.module.js';
 import { withTimeout } from '../core/with-timeout.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
@@ -58,28 +61,49 @@ const MAX_ENQUEUE_BATCH = 500;
 
 type BulkJob = Parameters<Queue<DeliverJobData>['addBulk']>[0][number];
 
-/** Producer side of the delivery queue: one job per delivery, jobId = delivery id. */
+/**
+ * Producer side of the delivery queues: one job per delivery, jobId = delivery id, in the queue of its
+ * host's shard (QUEUE_SHARDS; one queue by default), where the host's admission state lives too.
+ */
 @Injectable()
 export class DeliveryQueue {
   private readonly logger = new Logger('DeliveryQueue');
+  readonly layout: QueueLayout;
+  /** The shards' queues, by shard number. */
+  readonly queues: Queue<DeliverJobData>[];
   /**
-   * Group commit: one addBulk (one pipeline, one MULTI) carries the jobs of every caller that comes while
-   * the previous one is out, instead of one each, and each caller still waits for its own jobs. A failure
-   * fails them all, which loses nothing: the sweeper enqueues due deliveries that have no job.
+   * Group commit, per shard: one addBulk (one pipeline, one MULTI) carries the jobs of every caller that
+   * comes while the previous one is out, instead of one each, and each caller still waits for its own jobs.
+   * A failure fails them all, which loses nothing: the sweeper enqueues due deliveries that have no job.
    */
-  private readonly bulks = new Batcher<BulkJob[], void>(
-    async (groups) => {
-      await this.queue.addBulk(groups.flat());
-      return groups.map(() => undefined);
-    },
-    1,
-    MAX_ENQUEUE_BATCH,
-  );
+  private readonly bulks: Batcher<BulkJob[], void>[];
 
-  constructor(@InjectQueue(DELIVERY_QUEUE) readonly queue: Queue<DeliverJobData>) {
-    // Its connection's errors, which BullMQ repeats here, are logged by RedisClients; without a listener
-    // BullMQ would print each to stderr, outside the JSON log.
-    queue.on('error', () => undefined);
+  constructor(@Inject(APP_CONFIG) config: AppConfig, clients: RedisClients) {
+    this.layout = QueueLayout.of(config);
+    // The producer connection is RedisClients' and closes with it; a Queue holds no timer of its own.
+    this.queues = this.layout.deliveryPrefixes.map((prefix) => {
+      const queue = new Queue<DeliverJobData>(DELIVERY_QUEUE, { connection: clients.get('queue'), prefix });
+      // Its connection's errors, which BullMQ repeats here, are logged by RedisClients; without a listener
+      // BullMQ would print each to stderr, outside the JSON log.
+      queue.on('error', () => undefined);
+      return queue;
+    });
+    this.bulks = this.queues.map(
+      (queue) =>
+        new Batcher<BulkJob[], void>(
+          async (groups) => {
+            await queue.addBulk(groups.flat());
+            return groups.map(() => undefined);
+          },
+          1,
+          MAX_ENQUEUE_BATCH,
+        ),
+    );
+  }
+
+  /** The queue of the host's shard. */
+  queueOf(destination: string): Queue<DeliverJobData> {
+    return this.queues[this.layout.shardOf(destination)];
   }
 
   /**
@@ -99,12 +123,20 @@ export class DeliveryQueue {
   /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
   async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
     if (deliveries.length === 0) return;
-    const jobs = deliveries.map(({ deliveryId, url, workspaceId, webhookId, jobId }) => ({
-      name: DELIVER_JOB,
-      data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId, webhookId },
-      opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
-    }));
-    await withTimeout(this.bulks.add(jobs), ENQUEUE_TIMEOUT_MS);
+    const byShard = new Map<number, BulkJob[]>();
+    for (const { deliveryId, url, workspaceId, webhookId, jobId } of deliveries) {
+      const destination = destinationOf(url);
+      const shard = this.layout.shardOf(destination);
+      const jobs = byShard.get(shard) ?? [];
+      jobs.push({
+        name: DELIVER_JOB,
+        data: { deliveryId, trigger, destination, url, workspaceId, webhookId },
+        opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
+      });
+      byShard.set(shard, jobs);
+    }
+    const added = [...byShard].map(([shard, jobs]) => this.bulks[shard].add(jobs));
+    await withTimeout(Promise.all(added), ENQUEUE_TIMEOUT_MS);
   }
 
   /**
@@ -114,9 +146,10 @@ export class DeliveryQueue {
    */
   async runNow(delivery: DeliveryToEnqueue & DeliveryJobs): Promise<void> {
     const { deliveryId, maxAttempts } = delivery;
+    const queue = this.queueOf(destinationOf(delivery.url));
     const promoteOrAdd = async () => {
       for (const jobId of [deliveryId, manualJobId(deliveryId, maxAttempts)]) {
-        const job = await this.queue.getJob(jobId);
+        const job = await queue.getJob(jobId);
         if (!job) continue;
         // Throws when the job is no longer delayed (a worker took it meanwhile): nothing to move then.
         await job.promote().catch(() => undefined);
@@ -130,15 +163,16 @@ export class DeliveryQueue {
   }
 
   /**
-   * Drops the jobs of cancelled deliveries, the scheduled one and a manual retry's; one that is
-   * running finds its delivery cancelled.
+   * Drops the jobs of a webhook's cancelled deliveries, the scheduled one and a manual retry's; one that
+   * is running finds its delivery cancelled.
    */
-  async remove(deliveries: DeliveryJobs[]): Promise<void> {
+  async remove(webhookUrl: string, deliveries: DeliveryJobs[]): Promise<void> {
+    const queue = this.queueOf(destinationOf(webhookUrl));
     const jobIds = deliveries.flatMap(({ deliveryId, maxAttempts }) => [
       deliveryId,
       manualJobId(deliveryId, maxAttempts),
     ]);
-    const removals = Promise.all(jobIds.map((id) => this.queue.remove(id).catch(() => 0)));
+    const removals = Promise.all(jobIds.map((id) => queue.remove(id).catch(() => 0)));
     await withTimeout(removals, ENQUEUE_TIMEOUT_MS).catch(() => undefined);
   }
 }

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import type { Redis } from 'ioredis';
 import { once } from 'node:events';
-import { RedisClients } from '../core/redis/redis.module.js';
+import { RedisClients, type RedisClient } from '../core/redis/redis.module.js';
 
 // The connection is being made (just after start): a ping would fail at once with no offline queue.
 const CONNECTING = new Set(['connecting', 'connect']);
@@ -15,7 +14,7 @@ const CONNECTING = new Set(['connecting', 'connect']);
  */
 @Injectable()
 export class RedisHealthIndicator {
-  private readonly client: Redis;
+  private readonly client: RedisClient;
 
   constructor(
     clients: RedisClients,

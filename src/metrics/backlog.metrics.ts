@@ -26,8 +26,12 @@ export class BacklogMetrics {
       async collect() {
         this.reset();
         try {
-          const counts = await collected(queue.queue.getJobCounts(...QUEUE_STATES));
-          for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+          const shards = await collected(Promise.all(queue.queues.map((q) => q.getJobCounts(...QUEUE_STATES))));
+          for (const state of QUEUE_STATES)
+            this.set(
+              { state },
+              shards.reduce((n, counts) => n + (counts[state] ?? 0), 0),
+            );
         } catch (error) {
           logger.warn(`Queue job counts unavailable: ${(error as Error).message}`);
         }

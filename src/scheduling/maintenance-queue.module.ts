@@ -1,7 +1,10 @@
 import { BullModule, InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Module } from '@nestjs/common';
 import type { Queue } from 'bullmq';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
 import { QueueConnectionModule } from '../core/redis/queue-connection.module.js';
+import { QueueLayout } from '../core/redis/queue-layout.js';
 import { MAINTENANCE_QUEUE } from './scheduled-job.js';
 
 /** The maintenance queue: its job schedulers and the jobs they make. */
@@ -15,7 +18,14 @@ export class MaintenanceQueue {
 
 /** The maintenance queue, for the processes that run scheduled work and for the queue dashboard. */
 @Module({
-  imports: [QueueConnectionModule, BullModule.registerQueue({ name: MAINTENANCE_QUEUE })],
+  imports: [
+    QueueConnectionModule,
+    BullModule.registerQueueAsync({
+      name: MAINTENANCE_QUEUE,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => ({ prefix: QueueLayout.of(config).maintenancePrefix }),
+    }),
+  ],
   providers: [MaintenanceQueue],
   exports: [MaintenanceQueue],
 })

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { closeWorker } from '../core/redis/close-worker.js';
+import { QueueLayout } from '../core/redis/queue-layout.js';
 import { RedisClients } from '../core/redis/redis.module.js';
 import { MaintenanceQueue } from './maintenance-queue.module.js';
 import { MAINTENANCE_QUEUE, SCHEDULED_JOB, SCHEDULED_JOB_OPTIONS, type ScheduledRun } from './scheduled-job.js';
@@ -46,8 +47,8 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
   onApplicationBootstrap(): void {
     this.discover();
     this.worker = new Worker(MAINTENANCE_QUEUE, (job) => this.process(job), {
-      connection: this.redis.options('maintenance'),
-      prefix: this.config.queuePrefix,
+      connection: this.redis.connection('maintenance'),
+      prefix: QueueLayout.of(this.config).maintenancePrefix,
       concurrency: this.scheduled.size,
     });
     this.redis.logErrors('maintenance', this.worker);

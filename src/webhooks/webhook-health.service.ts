@@ -37,7 +37,7 @@ export class WebhookHealthService {
     const current = await this.webhooks.get(workspaceId, id);
     if (current.disabledAt) return this.healthOf(current);
     const stopped = await this.store.stopWebhook('disable', workspaceId, id); // null: disabled meanwhile
-    if (stopped) await this.queue.remove(stopped.ended);
+    if (stopped) await this.queue.remove(current.url, stopped.ended);
     return this.health(workspaceId, id);
   }
 

@@ -138,7 +138,7 @@ export class WebhooksService {
   async remove(workspaceId: string, id: string): Promise<ListedWebhook> {
     const stopped = isCuid2(id) ? await this.store.stopWebhook<ListedWebhookRow>('remove', workspaceId, id) : null;
     if (!stopped) throw ApiError.notFound(`Webhook ${id} not found`);
-    await this.queue.remove(stopped.ended);
+    await this.queue.remove(stopped.url, stopped.ended);
     return listedWebhookOf(stopped);
   }
 

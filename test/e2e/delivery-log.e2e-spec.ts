@@ -69,7 +69,7 @@ describe('delivery log', () => {
   const postRetry = (api: Client, webhookId: string, deliveryId: string) =>
     api.post(`/webhooks/${webhookId}/deliveries/${deliveryId}/retry`);
   const retry = async (api: Client, webhookId: string, deliveryId: string) => {
-    const queue = t.app.get(DeliveryQueue).queue;
+    const queue = t.app.get(DeliveryQueue).queues[0];
     await waitFor(async () => (await queue.getJob(deliveryId)) === undefined, 5000, 'the finished job to leave Redis');
     return postRetry(api, webhookId, deliveryId);
   };

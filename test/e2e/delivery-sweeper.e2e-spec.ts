@@ -55,15 +55,15 @@ describe('delivery sweeper', () => {
     );
     // Lost jobs: the first of the second page (same next_attempt_at as the last of the first) and the newest.
     const lost = [overdue[1000], overdue[OVERDUE - 1]];
-    for (const id of lost) await queue.queue.remove(id);
-    for (const id of lost) expect(await queue.queue.getJob(id)).toBeUndefined();
+    for (const id of lost) await queue.queues[0].remove(id);
+    for (const id of lost) expect(await queue.queues[0].getJob(id)).toBeUndefined();
 
     const offered = await sweeper.sweepOnce();
 
-    for (const id of lost) expect((await queue.queue.getJob(id))?.data).toMatchObject({ deliveryId: id });
+    for (const id of lost) expect((await queue.queues[0].getJob(id))?.data).toMatchObject({ deliveryId: id });
     expect(offered).toBe(OVERDUE);
     // The jobs that were there are left as they were; the submission's own delivery is not overdue yet.
-    const counts = await queue.queue.getJobCounts('waiting');
+    const counts = await queue.queues[0].getJobCounts('waiting');
     expect(counts.waiting).toBe(OVERDUE + 1);
   }, 60_000);
 });

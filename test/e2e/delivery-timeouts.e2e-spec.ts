@@ -24,7 +24,7 @@ describe('a delivery whose claim times out waiting for its lock', () => {
         submissionId,
       ]);
       // The first claim has timed out: its job failed once and waits in the delayed set for its retry.
-      const { queue } = t.app.get(DeliveryQueue);
+      const [queue] = t.app.get(DeliveryQueue).queues; // one shard here
       await waitFor(
         async () => {
           const job = await queue.getJob(deliveryId);

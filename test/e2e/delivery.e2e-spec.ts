@@ -134,7 +134,7 @@ describe('webhook delivery', () => {
   describe('when Redis loses the job', () => {
     it('re-enqueues a due delivery that has no job (sweeper) and delivers it once', async () => {
       const receiver = await startReceiver();
-      const queue = t.app.get(DeliveryQueue).queue;
+      const queue = t.app.get(DeliveryQueue).queues[0];
       const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
       await queue.pause();
       let deliveryId: string;
@@ -163,7 +163,7 @@ describe('webhook delivery', () => {
       const receiver = await startReceiver((_req, i) =>
         i === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 },
       );
-      const queue = t.app.get(DeliveryQueue).queue;
+      const queue = t.app.get(DeliveryQueue).queues[0];
       const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
       await submit(api, calculator.id);
       const [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [

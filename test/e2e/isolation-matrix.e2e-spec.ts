@@ -178,7 +178,7 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
   });
 
   it("leaves each workspace's own operations working afterwards", async () => {
-    const { queue } = t.app.get(DeliveryQueue);
+    const [queue] = t.app.get(DeliveryQueue).queues; // one shard here
     const jobIdsOf = async (deliveryId: string) =>
       (await queue.getJobs())
         .filter((job) => job.data.deliveryId === deliveryId)

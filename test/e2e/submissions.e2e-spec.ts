@@ -137,7 +137,7 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
         expect(row).toMatchObject({ status: 'pending', attempt_count: 0, max_attempts: 4 });
         expect(row.next_attempt_at).toEqual(new Date(submission.createdAt));
         expect(isCuid2(row.id)).toBe(true);
-        const job = await t.app.get(DeliveryQueue).queue.getJob(row.id);
+        const job = await t.app.get(DeliveryQueue).queues[0].getJob(row.id);
         expect(job?.data).toMatchObject({ deliveryId: row.id, trigger: 'scheduled' });
       }
       expect(await countRows(t, 'deliveries', workspace.id)).toBe(2);
@@ -147,7 +147,7 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
       const { api, calculator } = await setup();
       await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
       const deliveryQueue = t.app.get(DeliveryQueue);
-      const queue = deliveryQueue.queue;
+      const [queue] = deliveryQueue.queues; // one shard here
       // The real methods, watched: the first addBulk is held until every submission has handed its jobs over.
       const addBulk = queue.addBulk.bind(queue);
       const add = deliveryQueue.add.bind(deliveryQueue);
@@ -198,7 +198,7 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
       const rows: { id: string; webhook_id: string }[] = await deliveryRows(second.id);
       expect(rows.map((r) => r.webhook_id)).toEqual([...urls.keys()].sort());
       for (const row of rows) {
-        const job = await t.app.get(DeliveryQueue).queue.getJob(row.id);
+        const job = await t.app.get(DeliveryQueue).queues[0].getJob(row.id);
         expect(job?.data).toMatchObject({ deliveryId: row.id, url: urls.get(row.webhook_id) });
       }
       await removeWebhook(api, added[0].id);

@@ -127,7 +127,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(receiver.requests).toHaveLength(0);
       const skipped = await listDeliveries(api, webhook.id);
       expect(skipped).toHaveLength(2);
-      const { queue } = env.t.app.get(DeliveryQueue);
+      const [queue] = env.t.app.get(DeliveryQueue).queues; // one shard here
       for (const d of skipped) {
         expect(d).toMatchObject({ status: 'skipped', attemptCount: 0, nextAttemptAt: null });
         expectTimestamp(d.completedAt);
@@ -312,7 +312,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     const after = await getDelivery(api, webhook.id, delivery.id);
     expect(after).toMatchObject({ status: 'skipped', nextAttemptAt: null, attemptCount: 1 });
     expectTimestamp(after.completedAt);
-    expect(await env.t.app.get(DeliveryQueue).queue.getJob(delivery.id)).toBeUndefined();
+    expect(await env.t.app.get(DeliveryQueue).queues[0].getJob(delivery.id)).toBeUndefined();
     expect(receiver.requests).toHaveLength(1);
     // Removal works as usual on a disabled webhook; its skipped delivery stays skipped.
     expectJson(await api.delete(`/webhooks/${webhook.id}`), 200);

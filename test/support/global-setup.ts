@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 
 function reachable(host: string, port: number): Promise<boolean> {
@@ -16,5 +17,14 @@ export default async function globalSetup(): Promise<void> {
   if (!(await reachable('127.0.0.1', 6379))) missing.push('Redis on 127.0.0.1:6379');
   if (missing.length > 0) {
     throw new Error(`Tests need ${missing.join(' and ')}; start them (see README, "Running the tests").`);
+  }
+  // The Redis Cluster tests' cluster: started here (idempotent) unless one is given.
+  if (!process.env.TEST_REDIS_CLUSTER_NODES) {
+    try {
+      execFileSync('bash', ['scripts/redis-cluster.sh', 'start'], { stdio: 'pipe' });
+    } catch (error) {
+      const output = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
+      throw new Error(`Tests need a Redis Cluster; scripts/redis-cluster.sh start failed: ${output}`, { cause: error });
+    }
   }
 }

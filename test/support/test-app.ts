@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { createId } from '@paralleldrive/cuid2';
 import { Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
 import pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -13,6 +14,7 @@ import type { CalculatorEntity } from '../../src/calculators/calculator.entity.j
 import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { applyServerTimeouts } from '../../src/core/http/server-timeouts.js';
+import { QueueLayout } from '../../src/core/redis/queue-layout.js';
 import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
 import { MAINTENANCE_QUEUE } from '../../src/scheduling/scheduled-job.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
@@ -21,6 +23,9 @@ import type { WorkspaceEntity } from '../../src/workspaces/workspace.entity.js';
 
 export const PG_BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The Redis Cluster scripts/redis-cluster.sh starts (global-setup starts it when it is down). */
+export const TEST_REDIS_CLUSTER_NODES =
+  process.env.TEST_REDIS_CLUSTER_NODES ?? '127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102';
 const TEST_DB_PATTERN = /^cw_test_[a-z0-9]+$/;
 
 export interface TestApp {
@@ -68,25 +73,27 @@ export async function dropTestDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** `customize` may override providers, e.g. the log destination. */
-/** Removes a test file's queue keys from Redis; skipped when that Redis cannot be reached. */
+/** Removes a test file's queue keys from Redis (every shard's); skipped when that Redis cannot be reached. */
 export async function clearTestQueue(config: AppConfig): Promise<void> {
-  for (const name of [DELIVERY_QUEUE, MAINTENANCE_QUEUE]) {
-    const queue = new Queue(name, {
-      connection: {
-        url: config.redisUrl,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        retryStrategy: () => null,
-      },
-      prefix: config.queuePrefix,
-    });
+  const layout = QueueLayout.of(config);
+  const queues = [
+    ...layout.deliveryPrefixes.map((prefix) => ({ name: DELIVERY_QUEUE, prefix })),
+    { name: MAINTENANCE_QUEUE, prefix: layout.maintenancePrefix },
+  ];
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1 };
+  for (const { name, prefix } of queues) {
+    const connection = config.redisClusterNodes
+      ? new Cluster(config.redisClusterNodes, { enableOfflineQueue: false, clusterRetryStrategy: () => null })
+      : { url: config.redisUrl, ...options, retryStrategy: () => null };
+    const queue = new Queue(name, { connection, prefix });
     queue.on('error', () => undefined);
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close().catch(() => undefined);
+    if (connection instanceof Cluster) connection.disconnect();
   }
 }
 
+/** `customize` may override providers, e.g. the log destination. */
 export async function createTestApp(
   overrides: Record<string, string> = {},
   customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,

@@ -26,6 +26,10 @@ export function spawnProcess(entrypoint: string, config: AppConfig, env: Record<
       DATABASE_URL: config.databaseUrl,
       REDIS_URL: config.redisUrl,
       QUEUE_PREFIX: config.queuePrefix,
+      QUEUE_SHARDS: String(config.queueShards),
+      ...(config.redisClusterNodes
+        ? { REDIS_CLUSTER_NODES: config.redisClusterNodes.map(({ host, port }) => `${host}:${port}`).join(',') }
+        : {}),
       LOG_LEVEL: 'warn',
       METRICS_PORT: '0',
       ...env,

@@ -78,6 +78,30 @@ describe('loadConfig', () => {
     expect(loadConfig({ QUEUE_PREFIX: '{cw}' }).queuePrefix).toBe('{cw}');
   });
 
+  it("reads a Redis Cluster's nodes and the queue shards (one Redis and one queue by default)", () => {
+    expect(loadConfig({})).toMatchObject({ redisClusterNodes: null, queueShards: 1 });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,redis-b:7001', QUEUE_SHARDS: '16' })).toMatchObject({
+      redisClusterNodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-b', port: 7001 },
+      ],
+      queueShards: 16,
+    });
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1' })).toThrow(
+      /REDIS_CLUSTER_NODES: must be comma-separated host:port/,
+    );
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:70000' })).toThrow(/REDIS_CLUSTER_NODES: each port/);
+    expect(() => loadConfig({ QUEUE_SHARDS: '0' })).toThrow(/QUEUE_SHARDS: must be an integer from 1 to 1024/);
+  });
+
+  it('refuses a prefix in braces with shards or a cluster: each queue takes its own hash tag', () => {
+    expect(() => loadConfig({ QUEUE_PREFIX: '{cw}', QUEUE_SHARDS: '4' })).toThrow(
+      /QUEUE_PREFIX: must not be in braces/,
+    );
+    expect(() => loadConfig({ QUEUE_PREFIX: '{cw}', REDIS_CLUSTER_NODES: 'h:7000' })).toThrow(/QUEUE_PREFIX/);
+    expect(loadConfig({ QUEUE_PREFIX: 'cw', REDIS_CLUSTER_NODES: 'h:7000' }).queuePrefix).toBe('cw');
+  });
+
   it('sizes the Postgres pool on its own, not from the worker concurrency', () => {
     const config = loadConfig({ WORKER_CONCURRENCY: '2000' });
     expect(config.workerConcurrency).toBe(2000);

@@ -33,6 +33,17 @@ export class EnvironmentVariables {
   })
   QUEUE_PREFIX = 'cw';
 
+  // A Redis Cluster instead of REDIS_URL: some of its nodes, comma-separated host:port (DESIGN 9).
+  @Matches(/^$|^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, {
+    message: 'must be comma-separated host:port pairs, such as 10.0.0.1:6379,10.0.0.2:6379',
+  })
+  REDIS_CLUSTER_NODES = '';
+
+  // Delivery queues, each with its own hash tag; a delivery's is chosen by its host (DESIGN 9).
+  @Transform(int)
+  @IntRange(1, 1024)
+  QUEUE_SHARDS = 1;
+
   @Transform(int)
   @IntRange(0, 65535)
   PORT = 3000;
@@ -166,7 +177,10 @@ export interface AppConfig {
   env: EnvironmentVariables['NODE_ENV'];
   databaseUrl: string;
   redisUrl: string;
+  /** A Redis Cluster's seed nodes instead of redisUrl; null: one Redis. */
+  redisClusterNodes: { host: string; port: number }[] | null;
   queuePrefix: string;
+  queueShards: number;
   port: number;
   /**
    * The api server's limits on a client (DESIGN 3, slow clients): all headers within `headersMs`, the whole
@@ -239,6 +253,27 @@ function adminCredentials(user: string, password: string): AppConfig['adminCrede
   return { user, password };
 }
 
+function clusterNodes(list: string): AppConfig['redisClusterNodes'] {
+  if (list === '') return null;
+  return list.split(',').map((node) => {
+    const at = node.lastIndexOf(':');
+    const port = Number(node.slice(at + 1));
+    if (port < 1 || port > 65535) throw new ConfigError('REDIS_CLUSTER_NODES: each port must be from 1 to 65535');
+    return { host: node.slice(0, at), port };
+  });
+}
+
+/** With shards or a cluster the service tags each queue itself; a tag in the prefix would put them all in one slot. */
+function queuePrefix(env: EnvironmentVariables): string {
+  const tagged = env.REDIS_CLUSTER_NODES !== '' || env.QUEUE_SHARDS > 1;
+  if (tagged && env.QUEUE_PREFIX.startsWith('{')) {
+    throw new ConfigError(
+      'QUEUE_PREFIX: must not be in braces with REDIS_CLUSTER_NODES or QUEUE_SHARDS above 1 (each queue gets its own hash tag)',
+    );
+  }
+  return env.QUEUE_PREFIX;
+}
+
 function hostLimit(initial: number, min: number, max: number): AppConfig['hostLimit'] {
   if (min > max) throw new ConfigError('DELIVERY_HOST_MIN_LIMIT: must not be above DELIVERY_HOST_MAX_LIMIT');
   // The default start (20) follows bounds set below or above it.
@@ -266,7 +301,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     env: env.NODE_ENV,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
-    queuePrefix: env.QUEUE_PREFIX,
+    redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
+    queuePrefix: queuePrefix(env),
+    queueShards: env.QUEUE_SHARDS,
     port: env.PORT,
     httpTimeouts: {
       headersMs: env.HTTP_HEADERS_TIMEOUT_MS,

@@ -1,6 +1,6 @@
 import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import type { EventEmitter } from 'node:events';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 
@@ -25,6 +25,12 @@ const CONNECTIONS = {
 
 export type RedisConnectionName = keyof typeof CONNECTIONS;
 
+/** A connection to one Redis (REDIS_URL) or to a Redis Cluster (REDIS_CLUSTER_NODES): the same commands. */
+export type RedisClient = Redis | Cluster;
+
+// Options that ioredis takes for the cluster as a whole; the rest go to each node's connection.
+const CLUSTER_LEVEL = ['enableOfflineQueue', 'enableAutoPipelining', 'lazyConnect'] as const;
+
 /** ioredis options with the url; the retry strategy never null, as BullMQ's options type wants. */
 type ConnectionOptions = Omit<RedisOptions, 'retryStrategy'> & {
   url: string;
@@ -35,7 +41,7 @@ type ConnectionOptions = Omit<RedisOptions, 'retryStrategy'> & {
 const REPEAT_LOG_MS = 60_000;
 
 /**
- * Redis on REDIS_URL for the whole process, with one retry policy (reconnect after 200 ms, backing off
+ * Redis on REDIS_URL (or the cluster of REDIS_CLUSTER_NODES) for the whole process, with one retry policy (reconnect after 200 ms, backing off
  * to 2 s, forever) and one error policy (a connection error is logged once, naming REDIS_URL, until it
  * changes or the connection is back). Clients made here close when the application shuts down, after
  * every module's own shutdown (the worker's attempts release their slots first).
@@ -43,9 +49,15 @@ const REPEAT_LOG_MS = 60_000;
 @Injectable()
 export class RedisClients implements OnApplicationShutdown {
   private readonly logger = new Logger('Redis');
-  private readonly clients = new Map<RedisConnectionName, Redis>();
+  private readonly clients = new Map<RedisConnectionName, RedisClient>();
+  /** Cluster clients handed to BullMQ workers, which do not close a connection they were given. */
+  private readonly given: Cluster[] = [];
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  private readonly source: string;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    this.source = config.redisClusterNodes ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  }
 
   /** Options for a connection its user makes and owns (BullMQ's Worker makes its blocking one from them). */
   options(name: RedisConnectionName): ConnectionOptions {
@@ -58,16 +70,49 @@ export class RedisClients implements OnApplicationShutdown {
     };
   }
 
+  /**
+   * What a BullMQ Worker connects with: options on one Redis (it makes and owns its connections, the
+   * blocking one its own), or on a cluster a client of its own, which it duplicates for blocking.
+   */
+  connection(name: RedisConnectionName): ConnectionOptions | Cluster {
+    if (!this.config.redisClusterNodes) return this.options(name);
+    const cluster = this.cluster(name);
+    this.given.push(cluster);
+    return cluster;
+  }
+
   /** The process's one client of that name, made on first use. */
-  get(name: RedisConnectionName): Redis {
+  get(name: RedisConnectionName): RedisClient {
     let client = this.clients.get(name);
     if (!client) {
-      const { url, ...options } = this.options(name);
-      client = new Redis(url, options);
-      this.logErrors(name, client);
+      if (this.config.redisClusterNodes) {
+        client = this.cluster(name);
+      } else {
+        const { url, ...options } = this.options(name);
+        client = new Redis(url, options);
+        this.logErrors(name, client);
+      }
       this.clients.set(name, client);
     }
     return client;
+  }
+
+  private cluster(name: RedisConnectionName): Cluster {
+    const { url: _url, retryStrategy, ...nodeOptions } = this.options(name);
+    const clusterOptions: ClusterOptions = { clusterRetryStrategy: retryStrategy };
+    const redisOptions: RedisOptions = { ...nodeOptions };
+    for (const key of CLUSTER_LEVEL) {
+      if (key in nodeOptions) {
+        Object.assign(clusterOptions, { [key]: nodeOptions[key] });
+        delete redisOptions[key];
+      }
+    }
+    // A cluster's auto-pipelining routes a command by its first argument; admission's scripts begin with
+    // their key count, so there it would send them to the wrong node (their batches are pipelines already).
+    if (name === 'admission') clusterOptions.enableAutoPipelining = false;
+    const cluster = new Cluster(this.config.redisClusterNodes ?? [], { ...clusterOptions, redisOptions });
+    this.logErrors(name, cluster);
+    return cluster;
   }
 
   /** Logs the connection errors an emitter reports (a client, or a BullMQ Queue or Worker). */
@@ -77,16 +122,16 @@ export class RedisClients implements OnApplicationShutdown {
       const now = Date.now();
       if (error.message === last.message && now - last.at < REPEAT_LOG_MS) return;
       last = { message: error.message, at: now };
-      this.logger.warn({ redis: name, msg: `Redis (REDIS_URL) connection error: ${error.message}` });
+      this.logger.warn({ redis: name, msg: `Redis (${this.source}) connection error: ${error.message}` });
     });
     emitter.on('ready', () => {
-      if (last.message !== '') this.logger.log({ redis: name, msg: 'Redis (REDIS_URL) connection back' });
+      if (last.message !== '') this.logger.log({ redis: name, msg: `Redis (${this.source}) connection back` });
       last = { message: '', at: 0 };
     });
   }
 
   onApplicationShutdown(): void {
-    for (const client of this.clients.values()) client.disconnect();
+    for (const client of [...this.clients.values(), ...this.given]) client.disconnect();
   }
 }
 

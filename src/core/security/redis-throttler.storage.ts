@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/redis.module.js';
 
 // Fixed window, one atomic round trip: the first hit starts the window, every replica counts in the same key.
 const HIT = `
@@ -15,7 +15,7 @@ const HIT = `
 const WARN_EVERY_MS = 60_000;
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
-type CounterRedis = Redis & { hitWindow(key: string, windowMs: number): Promise<[number, number]> };
+type CounterRedis = RedisClient & { hitWindow(key: string, windowMs: number): Promise<[number, number]> };
 
 /**
  * @nestjs/throttler's counts in Redis, shared by every api replica on the same REDIS_URL and
@@ -28,7 +28,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
   private lastWarnAt = 0;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.redis = redis as CounterRedis;

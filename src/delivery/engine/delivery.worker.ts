@@ -3,6 +3,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { closeWorker } from '../../core/redis/close-worker.js';
+import { QueueLayout } from '../../core/redis/queue-layout.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
 import { DELIVERY_QUEUE, type DeliverJobData } from '../delivery-queue.js';
 import { Admission, signalOf } from './admission/admission.js';
@@ -27,36 +28,77 @@ const BUSY_WAIT_MS = 5_000;
 export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
   error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
 
+/** A count of free slots; whoever finds none waits in arrival order. */
+class Slots {
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private free: number) {}
+
+  async take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
 /**
- * The BullMQ consumer. Retries belong to the queue: a failed attempt throws, and the job comes back
+ * The BullMQ consumer, one Worker per delivery shard (QUEUE_SHARDS). Retries belong to the queue: a failed attempt throws, and the job comes back
  * after the delay the schedule chose; a delivery that has ended completes or fails the job. Admission
  * decides when an attempt may start; a job it turns away waits parked, without spending an attempt.
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DeliveryWorker');
-  private worker?: Worker<DeliverJobData>;
+  private workers: Worker<DeliverJobData>[] = [];
+  /** With shards, each shard's worker may take every slot, and together they take no more (WORKER_CONCURRENCY). */
+  private readonly slots?: Slots;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly attempts: DeliveryAttemptService,
     private readonly admission: Admission,
     private readonly redis: RedisClients,
-  ) {}
+  ) {
+    if (config.queueShards > 1) this.slots = new Slots(config.workerConcurrency);
+  }
 
   onApplicationBootstrap(): void {
-    this.worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.process(job, token), {
-      // Options, not a client: BullMQ makes and owns the connections, the blocking one its own.
-      connection: this.redis.options('worker'),
-      prefix: this.config.queuePrefix,
-      concurrency: this.config.workerConcurrency,
-      lockDuration: this.config.deliveryLockMs,
-      stalledInterval: this.config.deliveryLockMs,
-      maxStalledCount: 1_000,
-      settings: { backoffStrategy: deliveryBackoff },
+    const layout = QueueLayout.of(this.config);
+    this.workers = layout.deliveryPrefixes.map((prefix) => {
+      const worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.run(job, token), {
+        connection: this.redis.connection('worker'),
+        prefix,
+        concurrency: this.config.workerConcurrency,
+        lockDuration: this.config.deliveryLockMs,
+        stalledInterval: this.config.deliveryLockMs,
+        maxStalledCount: 1_000,
+        settings: { backoffStrategy: deliveryBackoff },
+      });
+      this.redis.logErrors('worker', worker);
+      worker.on('failed', (job, error) => this.logInfrastructureFailure(job, error));
+      return worker;
     });
-    this.redis.logErrors('worker', this.worker);
-    this.logger.log(`Delivery worker started (concurrency ${this.config.workerConcurrency})`);
+    this.logger.log(
+      `Delivery worker started (concurrency ${this.config.workerConcurrency}, ${layout.shards} queue shard(s))`,
+    );
+  }
+
+  private async run(job: Job<DeliverJobData>, token?: string): Promise<string> {
+    if (!this.slots) return this.process(job, token);
+    await this.slots.take();
+    try {
+      return await this.process(job, token);
+    } finally {
+      this.slots.give();
+    }
   }
 
   async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
@@ -78,8 +120,19 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /** A receiver's failure is the attempt's record; Postgres or Redis trouble (retried shortly) is logged here. */
+  private logInfrastructureFailure(job: Job<DeliverJobData> | undefined, error: Error): void {
+    if (error instanceof RetryLaterError || error instanceof UnrecoverableError) return;
+    this.logger.warn({
+      msg: `Delivery job failed before its attempt was recorded; again in ${INFRASTRUCTURE_RETRY_MS} ms`,
+      deliveryId: job?.data.deliveryId,
+      error: error.message,
+    });
+  }
+
   /** Stops taking jobs and waits for attempts in flight, each bounded by DELIVERY_TIMEOUT_MS. */
   async onModuleDestroy(): Promise<void> {
-    if (this.worker) await closeWorker(this.worker, this.config.deliveryTimeoutMs + 1_000, this.logger);
+    const grace = this.config.deliveryTimeoutMs + 1_000;
+    await Promise.all(this.workers.map((worker) => closeWorker(worker, grace, this.logger)));
   }
 }

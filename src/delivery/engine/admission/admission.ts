@@ -89,7 +89,7 @@ export class Admission implements OnModuleDestroy {
     if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
       // Every attempt this workspace holds here ends within the delivery timeout: room by then.
       await job.moveToDelayed(Date.now() + this.config.deliveryTimeoutMs + 1_000, token);
-      if (this.share.park(workspaceId, jobId)) await this.promote(jobId);
+      if (this.share.park(workspaceId, jobId, destination)) await this.promote(destination, jobId);
       throw new DelayedError();
     }
     const holder = `${deliveryId}:${token}`;
@@ -106,7 +106,7 @@ export class Admission implements OnModuleDestroy {
     this.leaveShare(workspaceId);
     await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
     // Given its turn while it was still running here: that promote found nothing to move, so move itself.
-    if (!(await this.host.inLine(destination, jobId).catch(() => true))) await this.promote(jobId);
+    if (!(await this.host.inLine(destination, jobId).catch(() => true))) await this.promote(destination, jobId);
     throw new DelayedError();
   }
 
@@ -131,7 +131,7 @@ export class Admission implements OnModuleDestroy {
 
   private leaveShare(workspaceId: string): void {
     const next = this.share.leave(workspaceId);
-    if (next) void this.promote(next);
+    if (next) void this.promote(next.destination, next.jobId);
   }
 
   /**
@@ -141,7 +141,7 @@ export class Admission implements OnModuleDestroy {
   private async wake(woken: Woken[]): Promise<void> {
     await Promise.all(
       woken.map(async ({ destination, webhookId, jobId }) => {
-        if ((await this.promote(jobId)) || (await this.exists(jobId))) return;
+        if ((await this.promote(destination, jobId)) || (await this.exists(destination, jobId))) return;
         const next = await this.host
           .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
           .catch(() => []);
@@ -150,18 +150,22 @@ export class Admission implements OnModuleDestroy {
     );
   }
 
-  /** Moves a parked job to the queue's wait list; false when it was not parked (running, or gone). */
-  private promote(jobId: string): Promise<boolean> {
-    return new Job(this.queue.queue, DELIVER_JOB, {} as DeliverJobData, {}, jobId).promote().then(
+  /** Moves a parked job to its queue's wait list; false when it was not parked (running, or gone). */
+  private promote(destination: string, jobId: string): Promise<boolean> {
+    const queue = this.queue.queueOf(destination);
+    return new Job(queue, DELIVER_JOB, {} as DeliverJobData, {}, jobId).promote().then(
       () => true,
       () => false,
     );
   }
 
-  private exists(jobId: string): Promise<boolean> {
-    return this.queue.queue.getJob(jobId).then(
-      (job) => job !== undefined,
-      () => true,
-    );
+  private exists(destination: string, jobId: string): Promise<boolean> {
+    return this.queue
+      .queueOf(destination)
+      .getJob(jobId)
+      .then(
+        (job) => job !== undefined,
+        () => true,
+      );
   }
 }

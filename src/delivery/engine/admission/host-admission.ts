@@ -1,16 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../core/redis/redis.module.js';
 import { Batcher } from '../../../core/batcher.js';
 import type { AppConfig } from '../../../core/config/config.js';
 import { APP_CONFIG } from '../../../core/config/config.module.js';
+import { QueueLayout } from '../../../core/redis/queue-layout.js';
 import { RedisClients } from '../../../core/redis/redis.module.js';
-import { hostKeys } from '../../host-state.js';
+import { hostKeysOf } from '../../host-state.js';
 import { decideLimit, type DropReason } from './host-limit.js';
 import { DECIDE, ENTER, LEAVE } from './host-admission.scripts.js';
 
 type ScriptAnswer<T> = [T[], [number, string, string][]];
 
-type AdmissionRedis = Redis & {
+type AdmissionRedis = RedisClient & {
   /** numkeys, then the keys and the arguments as ENTER reads them. */
   enterHosts(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<ScriptAnswer<number>>;
   /** numkeys, then the keys and the arguments as LEAVE reads them. */
@@ -77,16 +78,10 @@ export class HostAdmission {
   private readonly redis: AdmissionRedis;
   /** A slot's life unless released: an attempt's longest run, with room to record it. */
   readonly slotTtlMs: number;
-  private readonly enters = new Batcher<Entering, [HostAnswer, Woken[]]>(
-    (batch) => this.enterBatch(batch),
-    CALLS_OUT,
-    MAX_BATCH,
-  );
-  private readonly leaves = new Batcher<Leaving, [string[], Woken[]]>(
-    (batch) => this.leaveBatch(batch),
-    CALLS_OUT,
-    MAX_BATCH,
-  );
+  private readonly layout: QueueLayout;
+  /** Per queue shard: a batch's hosts are all in the shard's slot, so one script call may touch them all. */
+  private readonly enters: Batcher<Entering, [HostAnswer, Woken[]]>[];
+  private readonly leaves: Batcher<Leaving, [string[], Woken[]]>[];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -97,11 +92,19 @@ export class HostAdmission {
     this.redis.defineCommand('leaveHosts', { lua: LEAVE });
     this.redis.defineCommand('decideHost', { lua: DECIDE });
     this.slotTtlMs = config.deliveryTimeoutMs * 2 + 5_000;
+    this.layout = QueueLayout.of(config);
+    const shards = Array.from({ length: this.layout.shards });
+    this.enters = shards.map(() => new Batcher((batch: Entering[]) => this.enterBatch(batch), CALLS_OUT, MAX_BATCH));
+    this.leaves = shards.map(() => new Batcher((batch: Leaving[]) => this.leaveBatch(batch), CALLS_OUT, MAX_BATCH));
+  }
+
+  private hostKeys(destination: string) {
+    return hostKeysOf(this.layout, destination);
   }
 
   /** Admits the attempt, or puts it in the host's line; with the waiters this call gave a turn to. */
   enter(entering: Entering): Promise<[HostAnswer, Woken[]]> {
-    return this.enters.add(entering);
+    return this.enters[this.layout.shardOf(entering.destination)].add(entering);
   }
 
   /**
@@ -110,14 +113,15 @@ export class HostAdmission {
    * limit when the attempt closed a window; returns the waiters given a turn.
    */
   async leave(destination: string, holder: string, webhookId: string, attempted: Attempted): Promise<Woken[]> {
-    const [window, woken] = await this.leaves.add({ destination, holder, webhookId, ...attempted });
+    const shard = this.layout.shardOf(destination);
+    const [window, woken] = await this.leaves[shard].add({ destination, holder, webhookId, ...attempted });
     if (window.length === 0) return woken;
     return woken.concat(await this.decide(destination, window));
   }
 
   /** Whether the job is still in the host's line (a turn may have been given while it was parking). */
   async inLine(destination: string, jobId: string): Promise<boolean> {
-    return (await this.redis.hexists(hostKeys(this.config.queuePrefix, destination).waiting, jobId)) === 1;
+    return (await this.redis.hexists(this.hostKeys(destination).waiting, jobId)) === 1;
   }
 
   /** Computes and sets the limit a closed window calls for; returns the waiters its room gives a turn to. */
@@ -145,7 +149,7 @@ export class HostAdmission {
       keys.length,
       ...keys,
       ...this.common(),
-      hostKeys(this.config.queuePrefix, destination).base,
+      this.hostKeys(destination).base,
       epoch,
       decision.limit,
       decision.minRttMs === null ? '' : decision.minRttMs.toFixed(2),
@@ -202,7 +206,7 @@ export class HostAdmission {
   }
 
   private keys(destination: string): string[] {
-    const { slots, breaker, limit, webhooks, line, waiting, owners } = hostKeys(this.config.queuePrefix, destination);
+    const { slots, breaker, limit, webhooks, line, waiting, owners } = this.hostKeys(destination);
     return [slots, breaker, limit, webhooks, line, waiting, owners];
   }
 
@@ -231,7 +235,7 @@ export class HostAdmission {
     const order: number[] = [];
     for (const [destination, indexes] of byDestination) {
       keys.push(...this.keys(destination));
-      args.push(hostKeys(this.config.queuePrefix, destination).base, indexes.length);
+      args.push(this.hostKeys(destination).base, indexes.length);
       for (const index of indexes) args.push(...argsOf(batch[index]));
       order.push(...indexes);
     }

@@ -43,17 +43,17 @@ describe('WorkerShare', () => {
     const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
     await expect(share.waitTurn('a', 10)).resolves.toBe(false);
-    expect(share.park('a', 'job-1')).toBe(false);
-    expect(share.leave('a')).toBe('job-1');
+    expect(share.park('a', 'job-1', 'h:1')).toBe(false);
+    expect(share.leave('a')).toEqual({ jobId: 'job-1', destination: 'h:1' });
   });
 
   it('names no job that came back by itself: a later wait of it (a retry) is not cut short', () => {
     const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
-    share.park('a', 'job-1');
-    share.park('a', 'job-2');
+    share.park('a', 'job-1', 'h:1');
+    share.park('a', 'job-2', 'h:1');
     share.forget('a', 'job-1'); // job-1 ran at its own time
-    expect(share.leave('a')).toBe('job-2');
+    expect(share.leave('a')).toEqual({ jobId: 'job-2', destination: 'h:1' });
     expect(share.leave('a')).toBeUndefined();
   });
 });

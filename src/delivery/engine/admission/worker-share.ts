@@ -1,3 +1,9 @@
+/** A parked job to promote, and its host. */
+export interface Parked {
+  jobId: string;
+  destination: string;
+}
+
 /**
  * One workspace's share of a worker's slots. A workspace may always hold a quarter of them; beyond
  * that it may take more only while another quarter stays free, so a workspace with many slow or dead
@@ -9,7 +15,8 @@
 export class WorkerShare {
   private readonly held = new Map<string, number>();
   private readonly queued = new Map<string, ((admitted: boolean) => void)[]>();
-  private readonly parked = new Map<string, Set<string>>();
+  /** Per workspace, its parked jobs' ids with their hosts (a job's queue is its host's shard). */
+  private readonly parked = new Map<string, Map<string, string>>();
   /** When each workspace holding slots last freed one. */
   private readonly freedAt = new Map<string, number>();
   private total = 0;
@@ -56,7 +63,7 @@ export class WorkerShare {
   }
 
   /** Gives the slot back: to a job of the workspace waiting in process, else names a parked one to wake. */
-  leave(workspaceId: string): string | undefined {
+  leave(workspaceId: string): Parked | undefined {
     const mine = this.held.get(workspaceId);
     if (mine === undefined) return undefined;
     if (mine <= 1) this.held.delete(workspaceId);
@@ -72,16 +79,17 @@ export class WorkerShare {
       turn(true);
       return undefined;
     }
-    const parked = this.parked.get(workspaceId);
-    const next = parked?.values().next().value;
-    if (next !== undefined) this.forget(workspaceId, next);
-    return next;
+    const next = this.parked.get(workspaceId)?.entries().next().value;
+    if (next === undefined) return undefined;
+    const [jobId, destination] = next;
+    this.forget(workspaceId, jobId);
+    return { jobId, destination };
   }
 
   /** Records a job parked in the queue's delayed set; true if a slot is free for it already. */
-  park(workspaceId: string, jobId: string): boolean {
-    const parked = this.parked.get(workspaceId) ?? new Set<string>();
-    this.parked.set(workspaceId, parked.add(jobId));
+  park(workspaceId: string, jobId: string, destination: string): boolean {
+    const parked = this.parked.get(workspaceId) ?? new Map<string, string>();
+    this.parked.set(workspaceId, parked.set(jobId, destination));
     return this.allows(workspaceId);
   }
 

@@ -1,0 +1,110 @@
+import { Cluster } from 'ioredis';
+import { MaintenanceQueue } from '../../src/scheduling/maintenance-queue.module.js';
+import { QueueLayout } from '../../src/core/redis/queue-layout.js';
+import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
+import { client, registerWebhook } from '../support/management-api.js';
+import { waitFor, type Receiver } from '../support/receiver.js';
+import { TEST_REDIS_CLUSTER_NODES } from '../support/test-app.js';
+
+// The delivery engine on a real Redis Cluster (DESIGN 9; scripts/redis-cluster.sh starts it, 3 masters and
+// 3 replicas): every delivery queue shard has its own hash tag, a host's jobs and admission state share
+// its shard's slot, and the shards spread over every master.
+
+const SHARDS = 16;
+const SUBMISSIONS = 20;
+/** The app's warnings: a job failing on Redis (a command sent to the wrong node, say) is one. */
+const LOGS: string[] = [];
+
+const nodes = () =>
+  TEST_REDIS_CLUSTER_NODES.split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host, port: Number(port) };
+  });
+
+/** The port of the master serving each slot range. */
+async function mastersBySlot(cluster: Cluster): Promise<(slot: number) => number> {
+  const ranges = await cluster.cluster('SLOTS');
+  return (slot) => ranges.find(([from, to]) => slot >= from && slot <= to)![2][1];
+}
+
+describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
+  const env = useFastDeliveryApp(
+    {
+      REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES,
+      QUEUE_SHARDS: String(SHARDS),
+      METRICS_PORT: 'free',
+      LOG_LEVEL: 'warn',
+    },
+    LOGS,
+  );
+  const cluster = new Cluster(nodes());
+  afterAll(() => cluster.disconnect());
+
+  it('delivers to hosts on every master once each, with each host’s state in its shard’s slot', async () => {
+    const layout = QueueLayout.of(env.t.config);
+    const masterOf = await mastersBySlot(cluster);
+    const masterOfHost = async (host: string) => {
+      const tag = /\{(.+)\}/.exec(layout.deliveryPrefix(layout.shardOf(host)))![1];
+      return masterOf(Number(await cluster.cluster('KEYSLOT', tag)));
+    };
+    // Receivers (hosts) until their shards cover every master, so the run shows the spread.
+    const receivers: Receiver[] = [];
+    const covered = new Set<number>();
+    while (covered.size < 3 || receivers.length < 4) {
+      const receiver = await env.startReceiver();
+      receivers.push(receiver);
+      covered.add(await masterOfHost(new URL(receiver.url).host));
+      if (receivers.length > 40) throw new Error('no receiver ports reached every master');
+    }
+    const first = await setupWebhook(env.t, `${receivers[0].url}/hook`);
+    const webhookIds = [first.webhook.id as string];
+    for (const receiver of receivers.slice(1)) {
+      const hook = await registerWebhook(first.api, {
+        url: `${receiver.url}/hook`,
+        calculators: [first.calculator.id],
+      });
+      webhookIds.push(hook.id as string);
+    }
+    for (let i = 0; i < SUBMISSIONS; i++) await submit(first.api, first.calculator.id, { data: { i } });
+
+    const statuses = async () =>
+      (await env.t.dataSource.query(
+        `SELECT status, count(*)::int AS n FROM deliveries WHERE webhook_id = ANY($1) GROUP BY 1`,
+        [webhookIds],
+      )) as { status: string; n: number }[];
+    await waitFor(async () => (await statuses()).every((row) => row.status !== 'pending'), 20_000, 'every delivery');
+    expect(await statuses()).toEqual([{ status: 'succeeded', n: SUBMISSIONS * receivers.length }]);
+    expect(LOGS.filter((line) => line.includes('Delivery job failed'))).toEqual([]);
+    for (const receiver of receivers) {
+      const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(SUBMISSIONS); // none twice
+    }
+
+    // Each master holds some shard's keys: the delivery queues and the hosts' admission state.
+    const prefix = env.t.config.queuePrefix;
+    const keysByMaster = new Map<number, string[]>();
+    for (const node of cluster.nodes('master')) {
+      const keys = await node.keys(`${prefix}:{d*}:*`);
+      keysByMaster.set(node.options.port!, keys);
+    }
+    expect([...keysByMaster.values()].every((keys) => keys.length > 0)).toBe(true);
+    for (const receiver of receivers) {
+      const host = new URL(receiver.url).host;
+      const base = `${layout.deliveryPrefix(layout.shardOf(host))}:dest:${host}`;
+      expect(keysByMaster.get(await masterOfHost(host))).toContain(`${base}:limit`);
+    }
+
+    // The hosts' state reads back across the nodes: a webhook's health and /metrics.
+    const health = (await client(env.t, first.key).get(`/webhooks/${webhookIds[0]}/health`)).body.data;
+    expect(health.host.limit).toBeGreaterThanOrEqual(1);
+    const metrics = await (await fetch(env.metricsUrl)).text();
+    for (const receiver of receivers) {
+      expect(metrics).toContain(`webhook_host_concurrency_limit{host="${new URL(receiver.url).host}"}`);
+    }
+  });
+
+  it('keeps the scheduled work’s job schedulers in its own slot on the cluster', async () => {
+    const schedulers = await env.t.app.get(MaintenanceQueue).queue.getJobSchedulers();
+    expect(schedulers.map((s) => s.key)).toEqual(expect.arrayContaining(['sweep-overdue-deliveries']));
+  });
+});
