@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real 6-node Redis Cluster (3 masters, 3 replicas) on loopback ports, for the cluster tests and the
-# bench: `start` (idempotent), `stop`, `status`. Ports REDIS_CLUSTER_PORT..+5 (default 7100).
+# bench: `start` (idempotent), `stop`, `status`, `node PORT` (starts one node again after a kill: it
+# rejoins, as a replica once its master role was failed over). Ports REDIS_CLUSTER_PORT..+5 (default 7100).
 # No persistence, as the single Redis the tests use; each node's files under $REDIS_CLUSTER_DIR.
 set -euo pipefail
 BASE=${REDIS_CLUSTER_PORT:-7100}
@@ -23,9 +24,7 @@ start() {
   for port in $PORTS; do
     mkdir -p "$DIR/$port"
     rm -f "$DIR/$port/nodes.conf"
-    redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --cluster-enabled yes \
-      --cluster-config-file "$DIR/$port/nodes.conf" --cluster-node-timeout 2000 --dir "$DIR/$port" \
-      --save "" --appendonly no --maxmemory-policy noeviction --logfile "$DIR/$port/redis.log"
+    node "$port"
   done
   for port in $PORTS; do
     for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -38,6 +37,12 @@ start() {
   echo "Redis Cluster ready on 127.0.0.1:$BASE-$((BASE + 5))"
 }
 
+node() {
+  redis-server --port "$1" --bind 127.0.0.1 --daemonize yes --cluster-enabled yes \
+    --cluster-config-file "$DIR/$1/nodes.conf" --cluster-node-timeout 2000 --dir "$DIR/$1" \
+    --save "" --appendonly no --maxmemory-policy noeviction --logfile "$DIR/$1/redis.log"
+}
+
 stop() {
   for port in $PORTS; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
 }
@@ -46,5 +51,6 @@ case "${1:-start}" in
   start) start ;;
   stop) stop ;;
   status) healthy && echo ok || { echo "not running"; exit 1; } ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 64 ;;
+  node) node "$2" ;;
+  *) echo "usage: $0 start|stop|status|node PORT" >&2; exit 64 ;;
 esac

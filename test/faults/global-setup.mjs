@@ -18,6 +18,9 @@ export default async function globalSetup() {
   if (!(await reachable('127.0.0.1', 5432))) missing.push('PostgreSQL on 127.0.0.1:5432');
   if (!(await reachable('127.0.0.1', 6379))) missing.push('Redis on 127.0.0.1:6379');
   if (missing.length > 0) throw new Error(`The fault suite needs ${missing.join(' and ')}`);
+  // The redis-master-kill scenario's cluster (idempotent; it also brings a cluster a run left degraded back).
+  if (!process.env.TEST_REDIS_CLUSTER_NODES)
+    execFileSync('bash', ['scripts/redis-cluster.sh', 'start'], { stdio: 'inherit' });
   execFileSync(process.execPath, ['scripts/ensure-build.mjs'], {
     cwd: process.env.FAULTS_APP_DIR ?? process.cwd(),
     stdio: 'inherit',

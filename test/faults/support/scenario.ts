@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
 import { request } from 'undici';
 import { FaultReceiver, type Behaviour } from './fault-receiver.js';
@@ -19,6 +19,7 @@ export const APP_DIR = process.env.FAULTS_APP_DIR ?? process.cwd();
 
 export const SHARED_PG = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 export const SHARED_REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const SHARED_CLUSTER = process.env.TEST_REDIS_CLUSTER_NODES ?? '127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102';
 
 /**
  * Short schedules so a scenario takes about a minute: 6 attempts over ~3 s, 1 s attempt timeout, and a
@@ -43,6 +44,8 @@ export interface ScenarioOptions {
   name: string;
   privatePostgres?: boolean;
   privateRedis?: boolean;
+  /** The shared Redis Cluster (scripts/redis-cluster.sh) with this many queue shards, instead of a Redis. */
+  clusterShards?: number;
   /** Environment of the api and the workers (retry schedule, timeouts, caps). */
   env?: Record<string, string>;
 }
@@ -131,6 +134,9 @@ export class Scenario {
       DATABASE_URL: this.databaseUrl,
       REDIS_URL: this.redisUrl,
       QUEUE_PREFIX: this.queuePrefix,
+      ...(this.options.clusterShards
+        ? { REDIS_CLUSTER_NODES: SHARED_CLUSTER, QUEUE_SHARDS: String(this.options.clusterShards) }
+        : {}),
       LOG_LEVEL: 'warn',
       SEED_DEMO: 'false',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -305,6 +311,7 @@ export class Scenario {
     await Promise.all(this.receivers.map((r) => r.close().catch(() => undefined)));
     await this.pool?.end().catch(() => undefined);
     if (this.redis) await this.redis.kill();
+    else if (this.options.clusterShards) await deleteClusterKeys(this.queuePrefix).catch(() => undefined);
     else
       await deleteKeys(SHARED_REDIS, this.queuePrefix).then(
         () => forget('redisPrefixes', this.queuePrefix),
@@ -330,6 +337,25 @@ async function deleteKeys(redisUrl: string, prefix: string): Promise<void> {
     } while (cursor !== '0');
   } finally {
     redis.disconnect();
+  }
+}
+
+/** A cluster scenario's keys, on every master (one key per DEL: they are in many slots). */
+async function deleteClusterKeys(prefix: string): Promise<void> {
+  const cluster = new Cluster(
+    SHARED_CLUSTER.split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })),
+  );
+  try {
+    for (const node of cluster.nodes('master')) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        for (const key of keys) await node.del(key);
+        cursor = next;
+      } while (cursor !== '0');
+    }
+  } finally {
+    cluster.disconnect();
   }
 }
 
