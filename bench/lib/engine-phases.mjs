@@ -10,7 +10,8 @@
 // instant-one-host and instant-ten-hosts (admission's cost against bare BullMQ) and host-thousand (many
 // hosts, and the admission state they leave in Redis). Targets and the BENCHMARKS.md section are here too.
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { clearInterval, setInterval } from 'node:timers';
@@ -34,6 +35,7 @@ export const ENGINE_PHASE_KEYS = [
   'instant-one-host',
   'instant-ten-hosts',
   'host-thousand',
+  'cluster',
 ];
 
 const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
@@ -71,6 +73,9 @@ export const engineSettings = () => ({
   proportionalDeliveries: envInt('BENCH_PROPORTIONAL_DELIVERIES', 2_500),
   /** host-proportional's open counts are taken from this long after the first arrival. */
   proportionalSkipSec: 10,
+  /** cluster: the Redis Cluster scripts/redis-cluster.sh starts, and the queue shards on it. */
+  clusterNodes: process.env.BENCH_REDIS_CLUSTER_NODES ?? '127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102',
+  clusterShards: envInt('BENCH_QUEUE_SHARDS', 16),
   /** instant-one-host, instant-ten-hosts: deliveries in all, and the hosts of the second. */
   instantDeliveries: envInt('BENCH_INSTANT_DELIVERIES', 20_000),
   instantHosts: 10,
@@ -772,23 +777,28 @@ export function enginePhases(ctx) {
   }
 
   /** `hostWebhooks` webhooks spread over `hosts` receivers answering at once; instantDeliveries deliveries. */
-  async function instantHosts(name, hosts) {
+  async function instantHosts(name, hosts, workerEnv = {}) {
     const s = settings;
     log(`${name}: ${s.hostWebhooks} webhooks over ${hosts} receiver(s) answering 200 at once`);
-    const r = await drainAtHosts(name, new ReceiverGroup(hosts), async (urls) => {
-      const ws = await workspaceWithWebhooks(
-        name,
-        Array.from({ length: s.hostWebhooks }, (_, i) => urls[i % hosts]),
-      );
-      const submissions = Math.ceil(s.instantDeliveries / s.hostWebhooks);
-      return {
-        webhooks: ws.webhooks,
-        submitAll: async () => {
-          log(`${name}: ${submissions} submissions x ${s.hostWebhooks} webhooks, no worker running`);
-          await submit(ws, submissions);
-        },
-      };
-    });
+    const r = await drainAtHosts(
+      name,
+      new ReceiverGroup(hosts),
+      async (urls) => {
+        const ws = await workspaceWithWebhooks(
+          name,
+          Array.from({ length: s.hostWebhooks }, (_, i) => urls[i % hosts]),
+        );
+        const submissions = Math.ceil(s.instantDeliveries / s.hostWebhooks);
+        return {
+          webhooks: ws.webhooks,
+          submitAll: async () => {
+            log(`${name}: ${submissions} submissions x ${s.hostWebhooks} webhooks, no worker running`);
+            await submit(ws, submissions);
+          },
+        };
+      },
+      { workerEnv },
+    );
     return {
       hosts,
       webhooks: s.hostWebhooks,
@@ -803,6 +813,50 @@ export function enginePhases(ctx) {
       workerPeakRssMb: r.workerPeakRssMb,
       busyBefore: r.busyBefore,
     };
+  }
+
+  /**
+   * instant-ten-hosts' load with one worker on the Redis Cluster (QUEUE_SHARDS queue shards; an api of its
+   * own on the cluster enqueues) against the single Redis, in the same run; then where the keys are.
+   */
+  async function clusterPhase() {
+    const clusterEnv = { REDIS_CLUSTER_NODES: settings.clusterNodes, QUEUE_SHARDS: String(settings.clusterShards) };
+    execFileSync('bash', ['scripts/redis-cluster.sh', 'start'], { stdio: 'ignore' });
+    const single = await instantHosts('cluster-single-redis', settings.instantHosts);
+    const port = await freePort();
+    const api = spawnNode(
+      'api-cluster',
+      'dist/main.js',
+      productEnv(
+        { dbName: ctx.dbName, queuePrefix: ctx.queuePrefix },
+        {
+          LOG_LEVEL: ctx.logLevel,
+          PORT: String(port),
+          WORKER_ENABLED: 'false',
+          MIGRATIONS_RUN: 'false',
+          RATE_LIMIT_PER_MINUTE: '1000000',
+          RATE_LIMIT_PER_IP_PER_MINUTE: '0',
+          ...(ctx.nodeOptions ? { NODE_OPTIONS: ctx.nodeOptions } : {}),
+          ...clusterEnv,
+        },
+      ),
+    );
+    try {
+      const apiUrl = `http://127.0.0.1:${port}`;
+      await waitForHttp(api, `${apiUrl}/healthz`);
+      const onCluster = enginePhases({ ...ctx, apiUrl });
+      const cluster = await onCluster.instantHosts('cluster', settings.instantHosts, clusterEnv);
+      return {
+        shards: settings.clusterShards,
+        single,
+        cluster,
+        ratio: single.perSec ? round(cluster.perSec / single.perSec, 3) : null,
+        keysByMaster: await keysByMaster(settings.clusterNodes, ctx.queuePrefix),
+        busyBefore: single.busyBefore,
+      };
+    } finally {
+      await stopProcess(api);
+    }
   }
 
   /**
@@ -939,8 +993,9 @@ export function enginePhases(ctx) {
     'instant-one-host': () => instantHosts('instant-one-host', 1),
     'instant-ten-hosts': () => instantHosts('instant-ten-hosts', settings.instantHosts),
     'host-thousand': hostThousand,
+    cluster: clusterPhase,
   };
-  return { settings, run: (key) => phases[key]() };
+  return { settings, run: (key) => phases[key](), instantHosts };
 }
 
 /** Runs the engine phases `runs(key)` selects into `results.engine`, each preceded by its busy reading. */
@@ -1331,6 +1386,41 @@ function thousandSection(r, ten) {
   ].join('\n');
 }
 
+/** Keys under `prefix` on each master of the cluster, by its port. */
+async function keysByMaster(nodes, prefix) {
+  const cluster = new Cluster(nodes.split(',').map((n) => ({ host: n.split(':')[0], port: Number(n.split(':')[1]) })));
+  try {
+    await cluster.ping();
+    const out = {};
+    for (const node of cluster.nodes('master')) out[node.options.port] = (await node.keys(`${prefix}:*`)).length;
+    return out;
+  } finally {
+    cluster.disconnect();
+  }
+}
+
+function clusterSection(r) {
+  if (!r) return 'Not measured in this run.';
+  const row = (label, x) =>
+    `| ${label} | ${fmt(x.deliveries)} | ${fmt(x.seconds, 2)} | ${fmt(x.perSec)}${x.complete ? '' : ' (time cap)'} | ${fmt(x.duplicates)} | ${statuses(x.statusCounts)} |`;
+  const masters = Object.entries(r.keysByMaster)
+    .map(([port, n]) => `${fmt(n)} on :${port}`)
+    .join(', ');
+  return [
+    "instant-ten-hosts' load (20 webhooks over ten receiver ports answering at once) with one worker at the",
+    `defaults, first on the single Redis, then on a 6-node Redis Cluster on this machine (3 masters, 3 replicas;`,
+    `scripts/redis-cluster.sh) with QUEUE_SHARDS=${r.shards}, an api of its own on the cluster enqueueing. Same run, same machine:`,
+    'the cluster runs its six redis-server processes on the same two cores.',
+    '',
+    '| run | deliveries | seconds | per second | duplicates | statuses |',
+    '|---|---:|---:|---:|---:|---|',
+    row('single Redis', r.single),
+    row(`Redis Cluster, ${r.shards} shards`, r.cluster),
+    '',
+    `Cluster / single: ${r.ratio === null ? 'n/a' : `${(100 * r.ratio).toFixed(1)}%`}. The run's keys on each master afterwards (queues' keys and hosts' admission state): ${masters}.`,
+  ].join('\n');
+}
+
 /** The BENCHMARKS.md section of the engine phases. */
 export function engineSection(results) {
   const e = results.engine ?? {};
@@ -1377,5 +1467,9 @@ ${instantSection(e['instant-one-host'], e['instant-ten-hosts'], results.ceilings
 ### A thousand hosts (host-thousand)
 
 ${thousandSection(e['host-thousand'], e['instant-ten-hosts'])}
+
+### On a Redis Cluster (cluster)
+
+${clusterSection(e.cluster)}
 `;
 }
