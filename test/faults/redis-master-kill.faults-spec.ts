@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { settleCheckAndReport } from './support/end-state.js';
-import { sleep } from './support/ports.js';
-import { FAST_ENV, LOAD, Scenario, SHARED_CLUSTER } from './support/scenario.js';
+import { busiestMaster, clusterClient, promoted } from './support/cluster.js';
+import { FAST_ENV, LOAD, Scenario } from './support/scenario.js';
 
 const SCENARIO = 'a Redis Cluster master killed mid-stream; its replica takes over';
 const SHARDS = 16;
@@ -18,9 +18,7 @@ describe(`fault: ${SCENARIO}`, () => {
 
   it('loses nothing: every accepted submission delivered, duplicates only from attempts in flight', async () => {
     s = await Scenario.create({ name: 'redis-master-kill', clusterShards: SHARDS, env: FAST_ENV });
-    cluster = new Cluster(
-      SHARED_CLUSTER.split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })),
-    );
+    cluster = clusterClient();
     await s.startApi();
     await s.createWorkspace(2);
     await s.registerHealthyWebhooks();
@@ -47,36 +45,3 @@ describe(`fault: ${SCENARIO}`, () => {
     });
   });
 });
-
-/** The master with most keys under `prefix`, with its pid. */
-async function busiestMaster(cluster: Cluster, prefix: string): Promise<{ port: number; pid: number; keys: number }> {
-  const counts = await Promise.all(
-    cluster.nodes('master').map(async (node: Redis) => {
-      const keys = (await node.keys(`${prefix}:*`)).length;
-      const pid = Number(/process_id:(\d+)/.exec(await node.info('server'))![1]);
-      return { port: node.options.port!, pid, keys };
-    }),
-  );
-  return counts.sort((a, b) => b.keys - a.keys)[0];
-}
-
-/** When the cluster is whole again without the killed master: another node serves its slots. */
-async function promoted(cluster: Cluster, killedPort: number): Promise<number> {
-  for (;;) {
-    const ok = await Promise.all(
-      cluster
-        .nodes('all')
-        .filter((node: Redis) => node.options.port !== killedPort)
-        .map(async (node: Redis) => {
-          const info = await node.cluster('INFO').catch(() => '');
-          const slots = await node.cluster('SLOTS').catch(() => []);
-          return (
-            /cluster_state:ok/.test(info as string) &&
-            (slots as [number, number, [string, number]][]).every(([, , master]) => master[1] !== killedPort)
-          );
-        }),
-    );
-    if (ok.length > 0 && ok.every(Boolean)) return Date.now();
-    await sleep(100);
-  }
-}

@@ -78,6 +78,7 @@ export class Scenario {
   readonly database = `cw_test_faults${randomBytes(6).toString('hex')}`;
   readonly queuePrefix = `cwfaults-${randomBytes(6).toString('hex')}`;
   readonly workers: ServiceProcess[] = [];
+  readonly otherApis: ServiceProcess[] = [];
   readonly receivers: FaultReceiver[] = [];
   readonly webhooks: Webhook[] = [];
   readonly removals: Removal[] = [];
@@ -168,6 +169,34 @@ export class Scenario {
       60_000,
       'the api to answer /healthz',
     );
+  }
+
+  /** Another api process on the same database and queues (no migrations); its URL. */
+  async startOtherApi(): Promise<string> {
+    const port = await freePort();
+    const api = ServiceProcess.spawn(
+      `api-${this.otherApis.length + 2}`,
+      APP_DIR,
+      process.execPath,
+      ['dist/main.js'],
+      this.appEnv({ PORT: String(port), WORKER_ENABLED: 'false', MIGRATIONS_RUN: 'false', METRICS_PORT: '0' }),
+    );
+    this.otherApis.push(api);
+    const url = `http://127.0.0.1:${port}`;
+    await waitUntil(
+      async () => {
+        if (!api.alive) throw new Error(`${api.name} exited at start:\n${api.output()}`);
+        return (
+          (await request(`${url}/healthz`).then(
+            (r) => (r.body.dump(), r.statusCode),
+            () => 0,
+          )) === 200
+        );
+      },
+      60_000,
+      `${api.name} to answer /healthz`,
+    );
+    return url;
   }
 
   /** One more `dist/worker.js`; resolves once it serves /metrics (its consumer has started). */
@@ -299,7 +328,7 @@ export class Scenario {
 
   /** The output of every process, for a failure message. */
   processOutput(): string {
-    return [this.api, ...this.workers]
+    return [this.api, ...this.otherApis, ...this.workers]
       .filter((p): p is ServiceProcess => p !== undefined)
       .map((p) => `----- ${p.name} (${p.alive ? 'running' : 'exited'}) -----\n${p.output().slice(-8000)}`)
       .join('\n');
@@ -307,7 +336,7 @@ export class Scenario {
 
   /** Stops every process and server, drops the database, deletes the queue's keys. Never throws. */
   async cleanup(): Promise<void> {
-    await Promise.all([this.api, ...this.workers].map((p) => p?.kill('SIGKILL')));
+    await Promise.all([this.api, ...this.otherApis, ...this.workers].map((p) => p?.kill('SIGKILL')));
     await Promise.all(this.receivers.map((r) => r.close().catch(() => undefined)));
     await this.pool?.end().catch(() => undefined);
     if (this.redis) await this.redis.kill();
