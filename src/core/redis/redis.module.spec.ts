@@ -45,4 +45,13 @@ describe('RedisClients', () => {
       { redis: 'queue', msg: 'Redis (REDIS_URL) connection error: connect ECONNREFUSED 127.0.0.1:6390' },
     ]);
   });
+
+  it("logs BullMQ's per-job errors once for all the jobs, not a line each", () => {
+    const emitter = new EventEmitter();
+    clients.logErrors('worker', emitter);
+    for (const id of ['a1', 'b2', 'c3']) emitter.emit('error', new Error(`could not renew lock for job ${id}`));
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      { redis: 'worker', msg: 'Redis (REDIS_URL) connection error: could not renew lock for job <id>' },
+    ]);
+  });
 });

@@ -120,9 +120,11 @@ export class RedisClients implements OnApplicationShutdown {
     let last = { message: '', at: 0 };
     emitter.on('error', (error: Error) => {
       const now = Date.now();
-      if (error.message === last.message && now - last.at < REPEAT_LOG_MS) return;
-      last = { message: error.message, at: now };
-      this.logger.warn({ redis: name, msg: `Redis (${this.source}) connection error: ${error.message}` });
+      // BullMQ names the job in some ("could not renew lock for job <id>"): one line for all of them.
+      const message = error.message.replace(/\bjob \S+/g, 'job <id>');
+      if (message === last.message && now - last.at < REPEAT_LOG_MS) return;
+      last = { message, at: now };
+      this.logger.warn({ redis: name, msg: `Redis (${this.source}) connection error: ${message}` });
     });
     emitter.on('ready', () => {
       if (last.message !== '') this.logger.log({ redis: name, msg: `Redis (${this.source}) connection back` });
