@@ -1,6 +1,7 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_GUARD, RouterModule } from '@nestjs/core';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
+import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { IpThrottlerGuard, KeyThrottlerGuard } from './auth/rate-limit.guards.js';
 import { CalculatorsModule } from './calculators/calculators.module.js';
@@ -26,7 +27,14 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 /** The modules whose controllers make up the API under the prefix (health lives outside it). */
-export const API_MODULES = [WebhooksModule, CalculatorsModule, WorkspacesModule, SubmissionsModule, DeliveryModule];
+export const API_MODULES = [
+  WebhooksModule,
+  CalculatorsModule,
+  WorkspacesModule,
+  SubmissionsModule,
+  DeliveryModule,
+  AuditModule,
+];
 
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
 @Module({})
@@ -50,6 +58,7 @@ export class AppModule implements NestModule {
         WebhooksModule,
         SubmissionsModule,
         DeliveryModule,
+        AuditModule,
         // The API under /api/v1; the probes (health module) stay at the root.
         RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),
         HealthModule,

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AuditEventsModule } from './audit/audit.module.js';
 import { coreImports } from './core/core-imports.js';
 import type { AppConfig } from './core/config/config.js';
 import { LoggingModule } from './core/logging/logging.module.js';
@@ -23,6 +24,7 @@ export class WorkerModule {
         MetricsModule,
         DeliveryWorkerModule,
         IdempotencyKeysModule,
+        AuditEventsModule, // its retention run
         SchedulingModule,
       ],
       providers: [MetricsServer],

@@ -23,9 +23,10 @@ export class ApiKeyGuard implements CanActivate {
       throw ApiError.notAuthenticated(`Missing API key: send it in the ${API_KEY_HEADER} header`);
     }
     const hash = presentedKeyHash(req);
-    const workspace = hash === null ? null : await this.apiKeys.authenticate(hash);
-    if (!workspace) throw ApiError.notAuthenticated('Unknown or revoked API key');
-    req.workspace = workspace;
+    const key = hash === null ? null : await this.apiKeys.authenticate(hash);
+    if (!key) throw ApiError.notAuthenticated('Unknown or revoked API key');
+    req.workspace = key.workspace;
+    req.apiKeyId = key.keyId;
     return true;
   }
 }

@@ -64,11 +64,12 @@ export class ApiKeysService {
   }
 
   /** The workspace of the key with this hash (see presentedKeyHash), or null for an unknown or revoked key. */
-  async authenticate(hash: string): Promise<WorkspaceEntity | null> {
+  /** The key's workspace and the key's id (the actor an audit event names), or null for an unknown or revoked key. */
+  async authenticate(hash: string): Promise<{ workspace: WorkspaceEntity; keyId: string } | null> {
     const cached = this.cache.get(hash);
     if (cached) {
       this.touch(cached);
-      return cached.workspace;
+      return { workspace: cached.workspace, keyId: cached.keyId };
     }
     const stamp = this.cache.stamp;
     // Two lookups, on a cache miss only: a key is then served from the cache until it is revoked.
@@ -81,7 +82,7 @@ export class ApiKeysService {
     const key: CachedKey = { keyId: found.id, workspace, touchedAt: found.lastUsedAt?.getTime() ?? 0 };
     this.touch(key);
     this.cache.set(hash, key, stamp);
-    return key.workspace;
+    return { workspace: key.workspace, keyId: key.keyId };
   }
 
   private touch(key: CachedKey): void {

@@ -3,6 +3,8 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 export interface AuthenticatedRequest {
   workspace: WorkspaceEntity;
+  /** The id of the API key that authenticated the request (never the key). */
+  apiKeyId: string;
 }
 
 /** The workspace of the API key that authenticated the request. */

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditEventsModule } from '../audit/audit.module.js';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhookCalculatorEntity } from '../webhooks/webhook.entity.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -28,6 +29,7 @@ import { WorkspaceDeliveriesController } from './log/workspace-deliveries.contro
     DeliveryQueueModule,
     DeliveryStoreModule,
     WebhooksModule,
+    AuditEventsModule, // @Audited routes
   ],
   controllers: [DeliveriesController, WorkspaceDeliveriesController, TestEventController, RecoveriesController],
   providers: [DeliveryLogService, TestEventService, RecoveriesService],

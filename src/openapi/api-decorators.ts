@@ -33,3 +33,21 @@ export const ApiDataResponse = (
     }),
   );
 };
+
+/** A 200 with a cursor page: `{ data: model[], nextCursor }`, `nextCursor` null on the last page. */
+export const ApiCursorPage = (model: Type, description: string) =>
+  applyDecorators(
+    ApiExtraModels(model),
+    ApiResponse({
+      status: 200,
+      description,
+      schema: {
+        type: 'object',
+        required: ['data', 'nextCursor'],
+        properties: {
+          data: { type: 'array', items: { $ref: getSchemaPath(model) } },
+          nextCursor: { type: 'string', nullable: true },
+        },
+      },
+    }),
+  );

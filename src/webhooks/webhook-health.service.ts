@@ -32,24 +32,27 @@ export class WebhookHealthService {
     return this.healthOf(await this.webhooks.get(workspaceId, id));
   }
 
-  /** Once this returns no request to the receiver starts; on a disabled webhook it changes nothing. */
-  async disable(workspaceId: string, id: string): Promise<WebhookHealth> {
+  /**
+   * Once this returns no request to the receiver starts; on a disabled webhook it changes nothing
+   * (`changed` false, so no audit event).
+   */
+  async disable(workspaceId: string, id: string): Promise<{ health: WebhookHealth; changed: boolean }> {
     const current = await this.webhooks.get(workspaceId, id);
-    if (current.disabledAt) return this.healthOf(current);
+    if (current.disabledAt) return { health: await this.healthOf(current), changed: false };
     const stopped = await this.store.stopWebhook('disable', workspaceId, id); // null: disabled meanwhile
     if (stopped) await this.queue.remove(current.url, stopped.ended);
-    return this.health(workspaceId, id);
+    return { health: await this.health(workspaceId, id), changed: stopped !== null };
   }
 
   /** Sends again from now on, with the failure streak reset; skipped deliveries stay skipped. */
-  async enable(workspaceId: string, id: string): Promise<WebhookHealth> {
-    await this.webhooks.get(workspaceId, id);
+  async enable(workspaceId: string, id: string): Promise<{ health: WebhookHealth; changed: boolean }> {
+    const current = await this.webhooks.get(workspaceId, id);
     const result = await this.webhookRepository.update(
       { id, workspaceId, removedAt: IsNull() },
       { disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null },
     );
     if (!result.affected) throw ApiError.notFound(`Webhook ${id} not found`);
-    return this.health(workspaceId, id);
+    return { health: await this.health(workspaceId, id), changed: current.disabledAt !== null };
   }
 
   private async healthOf(webhook: WebhookEntity): Promise<WebhookHealth> {

@@ -1,10 +1,12 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseFilters } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, UseFilters } from '@nestjs/common';
+import type { Request } from 'express';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
 import { EmptyTextBadRequestFilter } from '../core/http/http-exception.filter.js';
 import { NoBodyPipe } from '../core/http/validation.js';
 import { ApiDataResponse, ApiEmptyTextBadRequest, ApiErrorResponses } from '../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import { Audited, unchanged } from '../audit/audited.js';
 import { CreateWebhookDto } from './create-webhook.dto.js';
 import { DEFAULT_OVERLAP_SECONDS, RotateSecretDto } from './rotate-secret.dto.js';
 import { WebhookHealthService } from './webhook-health.service.js';
@@ -40,6 +42,11 @@ export class WebhooksController {
   @ApiOperation({ operationId: 'createWebhook', summary: 'Register a webhook' })
   @ApiDataResponse(WebhookResponse, { description: 'The registered webhook, active immediately' })
   @ApiErrorResponses(400, 413)
+  @Audited<WebhookResponse>('webhook.created', (_req, { data }) => ({
+    targetType: 'webhook',
+    targetId: data.id,
+    changes: { url: data.url, name: data.name },
+  }))
   async create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Body() dto: CreateWebhookDto,
@@ -62,6 +69,11 @@ export class WebhooksController {
   @ApiOperation({ operationId: 'removeWebhook', summary: 'Remove a webhook' })
   @ApiDataResponse(WebhookResponse, { description: 'The removed webhook, as it was; it never fires again' })
   @ApiErrorResponses(400, 404)
+  @Audited<WebhookResponse>('webhook.removed', (_req, { data }) => ({
+    targetType: 'webhook',
+    targetId: data.id,
+    changes: { url: data.url, name: data.name },
+  }))
   async remove(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
@@ -91,6 +103,11 @@ export class WebhooksController {
   })
   @ApiDataResponse(WebhookSecret, { description: 'The new key, and until when the previous one also signs' })
   @ApiErrorResponses(400, 404, 413)
+  @Audited<WebhookSecret>('webhook.secret_rotated', (req, { data }) => ({
+    targetType: 'webhook',
+    targetId: req.params.webhookId as string,
+    changes: { previousKeyExpiresAt: data.previousKeyExpiresAt },
+  }))
   async rotateSecret(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
@@ -122,12 +139,16 @@ export class WebhooksController {
   })
   @ApiDataResponse(WebhookHealth, { description: 'The health of the webhook, disabled' })
   @ApiErrorResponses(400, 404, 413)
+  @Audited('webhook.disabled', (req) => ({ targetType: 'webhook', targetId: req.params.webhookId as string }))
   async disable(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
     @Body(NoBodyPipe) _body: undefined,
+    @Req() req: Request,
   ): Promise<{ data: WebhookHealth }> {
-    return { data: await this.healthService.disable(workspace.id, id) };
+    const { health, changed } = await this.healthService.disable(workspace.id, id);
+    if (!changed) unchanged(req);
+    return { data: health };
   }
 
   @Post(':webhookId/enable')
@@ -139,11 +160,15 @@ export class WebhooksController {
   })
   @ApiDataResponse(WebhookHealth, { description: 'The health of the webhook, active' })
   @ApiErrorResponses(400, 404, 413)
+  @Audited('webhook.enabled', (req) => ({ targetType: 'webhook', targetId: req.params.webhookId as string }))
   async enable(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
     @Body(NoBodyPipe) _body: undefined,
+    @Req() req: Request,
   ): Promise<{ data: WebhookHealth }> {
-    return { data: await this.healthService.enable(workspace.id, id) };
+    const { health, changed } = await this.healthService.enable(workspace.id, id);
+    if (!changed) unchanged(req);
+    return { data: health };
   }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditEventsModule } from '../audit/audit.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
@@ -14,6 +15,7 @@ import { WebhooksService } from './webhooks.service.js';
     CalculatorsModule,
     DeliveryQueueModule,
     DeliveryStoreModule,
+    AuditEventsModule, // @Audited routes
   ],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookHealthService],

@@ -65,6 +65,7 @@ const EXTENSION_OPERATIONS = [
   'POST /webhooks/{webhookId}/enable',
   'POST /webhooks/{webhookId}/test',
   'POST /webhooks/{webhookId}/secret/rotate',
+  'GET /audit-events',
 ];
 /** Documented only for their 405: a webhook has no update (DESIGN 3). */
 const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}', 'PATCH /webhooks/{webhookId}'];
@@ -432,6 +433,14 @@ describe('OpenAPI document', () => {
       conformance.validate(headerSchema('webhook-signature'), rotationOverlap, 'two signatures');
       expect(() => conformance.validate(headerSchema('webhook-signature'), 'v1,abc= v2,abc=', 'v2')).toThrow();
       expect(Object.keys(webhook.responses).sort()).toEqual(['2XX', '410', '429', '503', 'default']);
+    });
+
+    it('the audit log', async () => {
+      const list = 'GET /audit-events';
+      const page = await api.get('/audit-events?limit=1');
+      expect(page.body.data).toHaveLength(1);
+      conformance.check(page, list);
+      conformance.check(await api.get('/audit-events?action=nothing'), list);
     });
 
     it('the workspace delivery log and recovery', async () => {

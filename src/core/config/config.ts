@@ -138,6 +138,9 @@ export class EnvironmentVariables {
   @Matches(DURATION, { message: DURATION_MESSAGE })
   DELIVERY_RETENTION = '30d';
 
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  AUDIT_RETENTION = '365d';
+
   @Transform(int)
   @IntRange(1, 100000)
   MAX_WEBHOOKS_PER_WORKSPACE = 100;
@@ -214,6 +217,8 @@ export interface AppConfig {
   webhookDisable: { afterMs: number; minFailures: number };
   /** Ended deliveries (with their attempts) and ended recoveries older than this are deleted (DESIGN 7.7). */
   deliveryRetentionMs: number;
+  /** How long audit events are kept (AUDIT_RETENTION, DESIGN 10). */
+  auditRetentionMs: number;
   maxWebhooksPerWorkspace: number;
   seedDemo: boolean;
   logLevel: string;
@@ -328,6 +333,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       minFailures: env.WEBHOOK_DISABLE_MIN_FAILURES,
     },
     deliveryRetentionMs: parseDuration(env.DELIVERY_RETENTION),
+    auditRetentionMs: parseDuration(env.AUDIT_RETENTION),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),
     logLevel: env.LOG_LEVEL,

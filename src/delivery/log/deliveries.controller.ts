@@ -1,5 +1,6 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Audited } from '../../audit/audited.js';
 import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
 import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
@@ -54,6 +55,11 @@ export class DeliveriesController {
   })
   @ApiDataResponse(DeliveryResponse, { status: 202, description: 'The delivery, pending, its next attempt now' })
   @ApiErrorResponses(400, 404)
+  @Audited<DeliveryResponse>('delivery.retried', (req, { data }) => ({
+    targetType: 'delivery',
+    targetId: data.id,
+    changes: { webhookId: req.params.webhookId },
+  }))
   async retry(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') webhookId: string,

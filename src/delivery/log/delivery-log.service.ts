@@ -5,7 +5,7 @@ import { ApiError } from '../../core/http/api-error.js';
 import { isCuid2 } from '../../core/ids.js';
 import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
-import { encodeCursor } from './delivery-cursor.js';
+import { encodeCursor } from '../../core/http/log-cursor.js';
 import { buildPayload } from '../delivery-payload.js';
 import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';

@@ -1,10 +1,10 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, ValidateBy } from 'class-validator';
+import { IsIn, IsOptional, ValidateBy } from 'class-validator';
 import { DEFAULT_LIMIT, LimitQueryField, OffsetQueryField } from '../../core/http/paging.js';
 import { IsBeforeUntil, TimestampQueryField } from '../../core/http/timestamps.js';
 import { isCuid2 } from '../../core/ids.js';
-import { CURSOR_MESSAGE, type LogPosition } from './delivery-cursor.js';
+import { CursorQueryField, type LogPosition } from '../../core/http/log-cursor.js';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery.entity.js';
 
 const StatusQueryField = () =>
@@ -58,9 +58,7 @@ export class ListDeliveriesQuery {
   @LimitQueryField('deliveries')
   limit: number = DEFAULT_LIMIT;
 
-  @ApiPropertyOptional({ description: '`nextCursor` of the previous page, as it was given; any other value is a 400' })
-  @IsOptional()
-  @IsString({ message: CURSOR_MESSAGE })
+  @CursorQueryField()
   cursor?: string;
 }
 

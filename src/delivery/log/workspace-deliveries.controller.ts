@@ -1,9 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
-import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
+import { ApiCursorPage, ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
-import { decodeCursor } from './delivery-cursor.js';
+import { decodeCursor } from '../../core/http/log-cursor.js';
 import { DeliveryLogService } from './delivery-log.service.js';
 import {
   DeliveryDetailResponse,
@@ -28,19 +28,7 @@ export class WorkspaceDeliveriesController {
       'then `id`, both descending. Pass `nextCursor` as `cursor` for the next page: pages stay stable while new ' +
       'deliveries arrive. Unknown query parameters are ignored.',
   })
-  @ApiExtraModels(DeliveryResponse)
-  @ApiResponse({
-    status: 200,
-    description: 'A page of deliveries; `nextCursor` is null on the last page',
-    schema: {
-      type: 'object',
-      required: ['data', 'nextCursor'],
-      properties: {
-        data: { type: 'array', items: { $ref: getSchemaPath(DeliveryResponse) } },
-        nextCursor: { type: 'string', nullable: true },
-      },
-    },
-  })
+  @ApiCursorPage(DeliveryResponse, 'A page of deliveries; `nextCursor` is null on the last page')
   @ApiErrorResponses(400)
   async list(
     @CurrentWorkspace() workspace: WorkspaceEntity,

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { Audited } from '../../audit/audited.js';
 import { CurrentWorkspace } from '../../auth/current-workspace.decorator.js';
 import { ApiDataResponse, ApiErrorResponses } from '../../openapi/api-decorators.js';
 import type { WorkspaceEntity } from '../../workspaces/workspace.entity.js';
@@ -27,6 +28,15 @@ export class RecoveriesController {
   @ApiDataResponse(RecoveryResponse, { status: 202, description: 'The recovery, running' })
   @ApiDataResponse(RecoveryDryRunResponse, { description: 'Dry run: how many deliveries would be sent again' })
   @ApiErrorResponses(400, 404, 413)
+  @Audited<RecoveryResponse | RecoveryDryRunResponse>('recovery.started', (req, { data }) =>
+    'id' in data
+      ? {
+          targetType: 'recovery',
+          targetId: data.id,
+          changes: { webhookId: req.params.webhookId, since: data.since, until: data.until },
+        }
+      : null,
+  )
   async recover(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') webhookId: string,

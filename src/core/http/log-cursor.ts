@@ -1,8 +1,11 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsString } from 'class-validator';
 import { createHash } from 'node:crypto';
-import { ApiError } from '../../core/http/api-error.js';
-import { isCuid2 } from '../../core/ids.js';
+import { ApiError } from './api-error.js';
+import { isCuid2 } from '../ids.js';
 
-/** A position in a workspace's delivery log: the last delivery of a page, in (created_at, id) order. */
+/** A position in a workspace's log (deliveries, audit events): the last item of a page, in (time, id) order. */
 export interface LogPosition {
   createdAt: Date;
   id: string;
@@ -31,3 +34,13 @@ export function decodeCursor(workspaceId: string, raw: string | undefined): LogP
   }
   return { createdAt: new Date(Number(match[1])), id: match[2] };
 }
+
+/** `cursor` on a cursor-paged list: the previous page's `nextCursor`, checked by decodeCursor. */
+export const CursorQueryField = () =>
+  applyDecorators(
+    ApiPropertyOptional({
+      description: '`nextCursor` of the previous page, as it was given; any other value is a 400',
+    }),
+    IsOptional(),
+    IsString({ message: CURSOR_MESSAGE }),
+  );

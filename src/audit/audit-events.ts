@@ -1,0 +1,94 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { createId } from '@paralleldrive/cuid2';
+import { Repository } from 'typeorm';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
+import { encodeCursor, type LogPosition } from '../core/http/log-cursor.js';
+import { ScheduledJob } from '../scheduling/scheduled-job.js';
+import { AuditEventEntity, type AuditAction } from './audit-event.entity.js';
+
+export type NewAuditEvent = Omit<AuditEventEntity, 'id' | 'occurredAt'>;
+
+export interface AuditFilters {
+  action?: AuditAction;
+  since?: Date;
+  until?: Date;
+  after?: LogPosition;
+  limit: number;
+}
+
+// Retention deletes at most this many rows per statement, so it never holds many locks at once.
+const RETENTION_BATCH = 1000;
+// Events age by days: an hourly pass keeps the table within an hour of AUDIT_RETENTION.
+const RETENTION_EVERY_MS = 3_600_000;
+
+/** The one owner of `audit_events`: appends, reads a workspace's page, and lets go what AUDIT_RETENTION does. */
+@Injectable()
+export class AuditEvents {
+  constructor(
+    @InjectRepository(AuditEventEntity) private readonly events: Repository<AuditEventEntity>,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async record(event: NewAuditEvent): Promise<void> {
+    // jsonb: TypeORM's insert type cannot describe an open object, so the row goes in through query.
+    await this.events.query(
+      `INSERT INTO audit_events (id, workspace_id, occurred_at, action, actor_type, actor_id, request_id,
+         target_type, target_id, changes) VALUES ($1, $2, now(), $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        createId(),
+        event.workspaceId,
+        event.action,
+        event.actorType,
+        event.actorId,
+        event.requestId,
+        event.targetType,
+        event.targetId,
+        JSON.stringify(event.changes),
+      ],
+    );
+  }
+
+  /** A page, newest first by (occurred_at, id): the keyset the workspace's index serves. */
+  async list(
+    workspaceId: string,
+    { action, since, until, after, limit }: AuditFilters,
+  ): Promise<{ events: AuditEventEntity[]; nextCursor: string | null }> {
+    const query = this.events
+      .createQueryBuilder('e')
+      .where('e.workspace_id = :workspaceId', { workspaceId })
+      .orderBy('e.occurred_at', 'DESC')
+      .addOrderBy('e.id', 'DESC')
+      .limit(limit + 1);
+    if (action) query.andWhere('e.action = :action', { action });
+    if (since) query.andWhere('e.occurred_at >= :since', { since });
+    if (until) query.andWhere('e.occurred_at < :until', { until });
+    if (after) {
+      query.andWhere('(e.occurred_at, e.id) < (:afterAt, :afterId)', { afterAt: after.createdAt, afterId: after.id });
+    }
+    const rows = await query.getMany();
+    const events = rows.slice(0, limit);
+    const last = events.at(-1);
+    const nextCursor =
+      rows.length > limit && last ? encodeCursor(workspaceId, { createdAt: last.occurredAt, id: last.id }) : null;
+    return { events, nextCursor };
+  }
+
+  /** Deletes events older than AUDIT_RETENTION in small batches; returns how many. */
+  @ScheduledJob({ name: 'delete-audit-events-past-retention', every: () => RETENTION_EVERY_MS })
+  async purgeOnce(signal?: AbortSignal): Promise<number> {
+    const cutoff = new Date(Date.now() - this.config.auditRetentionMs);
+    let deleted = 0;
+    while (!signal?.aborted) {
+      const [, count] = (await this.events.query(
+        `DELETE FROM audit_events WHERE id IN (
+           SELECT id FROM audit_events WHERE occurred_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        [cutoff, RETENTION_BATCH],
+      )) as [unknown, number];
+      deleted += count;
+      if (count < RETENTION_BATCH) break;
+    }
+    return deleted;
+  }
+}
