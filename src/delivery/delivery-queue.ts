@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
 import { Batcher } from '../core/batcher.js';
+import { currentTraceCarrier, inSpan, SpanKind, type TraceCarrier } from '../core/tracing/tracing.js';
 import { withTimeout } from '../core/with-timeout.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
@@ -18,6 +19,8 @@ export interface DeliverJobData {
   workspaceId: string;
   /** For the per-webhook in-flight cap. */
   webhookId: string;
+  /** W3C trace context of the enqueue, so each attempt joins its trace; absent when tracing is off. */
+  trace?: TraceCarrier;
 }
 
 export interface DeliveryToEnqueue {
@@ -99,9 +102,26 @@ export class DeliveryQueue {
   /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
   async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
     if (deliveries.length === 0) return;
+    const attributes = {
+      'messaging.destination.name': DELIVERY_QUEUE,
+      'messaging.batch.message_count': deliveries.length,
+    };
+    await inSpan('delivery.enqueue', attributes, () => this.addJobs(deliveries, trigger), { kind: SpanKind.PRODUCER });
+  }
+
+  private async addJobs(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger']): Promise<void> {
+    const trace = currentTraceCarrier();
     const jobs = deliveries.map(({ deliveryId, url, workspaceId, webhookId, jobId }) => ({
       name: DELIVER_JOB,
-      data: { deliveryId, trigger, destination: destinationOf(url), url, workspaceId, webhookId },
+      data: {
+        deliveryId,
+        trigger,
+        destination: destinationOf(url),
+        url,
+        workspaceId,
+        webhookId,
+        ...(trace && { trace }),
+      },
       opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
     }));
     await withTimeout(this.bulks.add(jobs), ENQUEUE_TIMEOUT_MS);

@@ -160,6 +160,13 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(1000000)
   RATE_LIMIT_PER_IP_PER_MINUTE = 1200;
+
+  // The OTLP/HTTP collector's base URL (the exporter adds /v1/traces); empty = no tracing.
+  @Matches(/^(https?:\/\/\S+)?$/, { message: 'must be an http:// or https:// URL, or empty (no tracing)' })
+  OTEL_EXPORTER_OTLP_ENDPOINT = '';
+
+  @IsString()
+  OTEL_SDK_DISABLED = '';
 }
 
 export interface AppConfig {
@@ -209,6 +216,8 @@ export interface AppConfig {
   adminCredentials: { user: string; password: string } | null;
   /** Requests per API key, and per client IP before authentication, counted in Redis across replicas; 0 = off. */
   rateLimit: { perMinute: number; perSecond: number; perIpPerMinute: number };
+  /** OpenTelemetry traces exported over OTLP/HTTP to `endpoint` (DESIGN 9); null = off, the SDK not loaded. */
+  tracing: { endpoint: string } | null;
 }
 
 export class ConfigError extends Error {}
@@ -301,5 +310,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       perSecond: env.RATE_LIMIT_PER_SECOND,
       perIpPerMinute: env.RATE_LIMIT_PER_IP_PER_MINUTE,
     },
+    tracing:
+      env.OTEL_EXPORTER_OTLP_ENDPOINT === '' || optionalBool('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false)
+        ? null
+        : { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT },
   };
 }
