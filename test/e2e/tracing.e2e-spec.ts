@@ -122,6 +122,10 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
       trace.filter((s) => s.service === service && s.attributes['db.system.name'] === 'postgresql');
     expect(pgIn('calc-webhooks-api').length).toBeGreaterThan(0);
     expect(pgIn('calc-webhooks-worker').some((s) => s.parentSpanId === claim.spanId)).toBe(true);
+    // BullMQ's addBulk (ioredis, imported from ESM) under the enqueue.
+    expect(trace.some((s) => s.parentSpanId === enqueue.spanId && s.attributes['db.system.name'] === 'redis')).toBe(
+      true,
+    );
     // Nothing secret in any span: not the API key, the webhook secret, nor the submission's content.
     const exported = JSON.stringify(collector.spans);
     for (const secretText of [key, secret, secret.replace(/^whsec_/, ''), marker])

@@ -84,6 +84,19 @@ describe('loadConfig', () => {
     expect(config.databasePoolSize).toBe(10);
   });
 
+  it('traces only with an OTLP endpoint, and not when OTEL_SDK_DISABLED=true', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    const endpoint = 'http://jaeger:4318';
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).tracing).toEqual({ endpoint });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'jaeger:4318' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT: must be/,
+    );
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'yes' })).toThrow(
+      /OTEL_SDK_DISABLED: must be true or false/,
+    );
+  });
+
   it('names every bad variable at once', () => {
     expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
   });

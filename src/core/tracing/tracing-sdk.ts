@@ -9,6 +9,7 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { createRequire } from 'node:module';
 
 /** Which process exports: the service name in the trace viewer, unless OTEL_SERVICE_NAME names another. */
 export type TracedProcess = 'api' | 'worker';
@@ -57,6 +58,9 @@ export function startSdk(process: TracedProcess): () => Promise<void> {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   registerInstrumentations({ instrumentations: instrumentations(process), tracerProvider: provider });
+  // The instrumentations hook require(), not import: ioredis is imported by ESM code only (ours, BullMQ's
+  // ESM build), so it is required once here to be patched; the import shares its (CommonJS) exports.
+  createRequire(import.meta.url)('ioredis');
   return () =>
     Promise.race([
       provider.shutdown(),
