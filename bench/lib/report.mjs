@@ -156,6 +156,44 @@ function latencySection(results) {
   ].join('\n');
 }
 
+export function tracingSection(tracing) {
+  if (!tracing) return '## Tracing\n\nNot measured in this run (phase `tracing`).';
+  const figures = {
+    'deliveries/s (one worker)': (r) => r.delivery.perSec,
+    'worker CPU ms/delivery': (r) => cpuOf(r.delivery, 'worker'),
+    'Postgres CPU ms/delivery': (r) => cpuOf(r.delivery, 'postgres'),
+    'receipt p50 ms (300/s)': (r) => r.latency.receiptMs.p50,
+    'receipt p99 ms': (r) => r.latency.receiptMs.p99,
+    'POST p50 ms': (r) => r.latency.responseMs.p50,
+    'api CPU ms/submission': (r) => r.latency.cpuMsPerSubmission.api,
+    'worker CPU ms/submission': (r) => r.latency.cpuMsPerSubmission.worker,
+  };
+  const digits = (name) => (name.startsWith('deliveries') ? 0 : name.includes('CPU') ? 3 : 1);
+  const names = Object.keys(figures);
+  const runRow = (r) =>
+    `| ${r.round} | ${r.mode} | ${names.map((n) => fmt(figures[n](r), digits(n))).join(' | ')} | ${fmt(r.exportedKb)} |`;
+  const medianOf = (mode, n) => median(tracing.runs.filter((r) => r.mode === mode).map(figures[n]));
+  const summary = names.map((n) => {
+    const [off, on] = [medianOf('off', n), medianOf('on', n)];
+    return `| ${n} | ${fmt(off, digits(n))} | ${fmt(on, digits(n))} | ${off ? `${on >= off ? '+' : ''}${pct(on / off - 1)}` : 'n/a'} |`;
+  });
+  return `## Tracing
+
+The cost of OpenTelemetry traces (README, "Traces"): ${tracing.rounds} rounds, each running the one-worker
+throughput and the 300/s latency runs above with an api and a worker of their own, first with tracing off
+(no \`OTEL_EXPORTER_OTLP_ENDPOINT\`: the SDK is not loaded), then on, exporting every span to a local
+OTLP/HTTP sink in the bench process that answers at once (exported KB: what it received in that run).
+Off and on alternate, so a drift of the machine's speed falls on both; the medians compare them.
+
+| round | tracing | ${names.join(' | ')} | exported KB |
+|---|---|${names.map(() => '---:').join('|')}|---:|
+${tracing.runs.map(runRow).join('\n')}
+
+| median | off | on | on against off |
+|---|---:|---:|---:|
+${summary.join('\n')}`;
+}
+
 function memorySection(results) {
   const m = results.memory;
   const phases = (role) =>
@@ -409,6 +447,8 @@ ${deliveryTable(results)}
 ### Submission-to-receipt latency
 
 ${latencySection(results)}
+
+${tracingSection(results.tracing)}
 
 ${engineSection(results)}
 ## Memory

@@ -26,8 +26,9 @@ const SHUTDOWN_EXPORT_MS = 3_000;
  */
 function instrumentations(process: TracedProcess): Instrumentation[] {
   const stores = [
-    // Parameterized SQL only, never the values (enhancedDatabaseReporting stays off); no span outside a trace.
-    new PgInstrumentation({ requireParentSpan: true }),
+    // Parameterized SQL only, never the values (enhancedDatabaseReporting stays off); no span outside a
+    // trace, nor for taking a pooled connection (one more span per statement, most of them instant).
+    new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
     // The command name only: BullMQ's script arguments hold job data, and keys can name workspaces.
     new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
   ];
@@ -37,8 +38,10 @@ function instrumentations(process: TracedProcess): Instrumentation[] {
       disableOutgoingRequestInstrumentation: true,
       ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.test(request.url ?? ''),
     }),
-    // The route's handler, not every middleware (helmet, metrics, the request log) in front of it.
-    new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
+    // For the route pattern on the request's span (its name); no span per middleware, router or handler.
+    new ExpressInstrumentation({
+      ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER, ExpressLayerType.REQUEST_HANDLER],
+    }),
     ...stores,
   ];
 }

@@ -20,9 +20,9 @@ const tracer = trace.getTracer('calc-webhooks');
 let stop: (() => Promise<void>) | undefined;
 
 /**
- * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true). Off, nothing of the SDK is even loaded. An
- * entrypoint calls it before importing the app, so the instrumentations patch express, pg and ioredis
- * as they are first required.
+ * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true); off, nothing
+ * of it is even loaded. An entrypoint calls this before importing the app, so that the instrumentations
+ * patch express, pg and ioredis as they are first required.
  */
 export async function startTracing(tracing: AppConfig['tracing'], process: TracedProcess): Promise<void> {
   if (tracing === null) return;
