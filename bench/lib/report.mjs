@@ -183,7 +183,9 @@ The cost of OpenTelemetry traces (README, "Traces"): ${tracing.rounds} rounds, e
 throughput and the 300/s latency runs above with an api and a worker of their own, first with tracing off
 (no \`OTEL_EXPORTER_OTLP_ENDPOINT\`: the SDK is not loaded), then on, exporting every span to a local
 OTLP/HTTP sink in the bench process that answers at once (exported KB: what it received in that run).
-Off and on alternate, so a drift of the machine's speed falls on both; the medians compare them.
+Off and on alternate, so a drift of the machine's speed falls on both; the medians compare them. Off
+costs a delivery about 2 µs of CPU (the no-op tracer's calls, \`node bench/tracing-off.mjs\`), far below
+the noise of these runs.
 
 | round | tracing | ${names.join(' | ')} | exported KB |
 |---|---|${names.map(() => '---:').join('|')}|---:|
@@ -464,6 +466,7 @@ ${memorySection(results)}
   \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_MAX_IN_FLIGHT\`, \`BENCH_LOG_LEVEL\`, \`BENCH_RATE_LIMIT_PER_MINUTE\`
   (default 1,000,000: the limiter's Redis round trip stays in every request, but it never refuses),
   \`BENCH_WAIT_QUIET=<s>\` (wait up to that long for the machine to be under 25% busy before starting),
+  \`BENCH_TRACING_ROUNDS\` (default 2: rounds of the tracing phase, each off then on),
   \`BENCH_NODE_OPTIONS\` (NODE_OPTIONS for the api, the workers and the NestJS ceiling; by default the
   image's, from the Dockerfile's \`ENV NODE_OPTIONS\`; set it empty for none).
 - \`BENCH_ONLY=webhooks-list,submissions\` runs only those phases (keys: ${results.phaseKeys.join(', ')});
