@@ -162,6 +162,21 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
     expect(collector.spans.length).toBe(seen);
   }, 60_000);
 
+  it('records none of a trace the api did not sample: the worker follows the sampled flag in the job', async () => {
+    const { key, calc, marker } = await setup();
+    const seen = collector.spans.length;
+    const before = receiver.requests.length;
+    const api = await start({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    });
+    await submit(api, key, calc.id, marker);
+    await waitFor(() => receiver.requests[before], 15_000, 'the delivery');
+    await stopAll();
+    expect(collector.spans.slice(seen).map((s) => s.name)).toEqual([]);
+  }, 60_000);
+
   it.each([
     ['off', {}, false],
     ['on', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }, true],

@@ -8,7 +8,13 @@ import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { createRequire } from 'node:module';
 
 /** Which process exports: the service name in the trace viewer, unless OTEL_SERVICE_NAME names another. */
@@ -47,7 +53,7 @@ function instrumentations(process: TracedProcess): Instrumentation[] {
 }
 
 /** Registers the SDK globally: provider, context manager, W3C propagator, instrumentations. Returns its stop. */
-export function startSdk(process: TracedProcess): () => Promise<void> {
+export function startSdk(process: TracedProcess, sampleRatio: number): () => Promise<void> {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': `calc-webhooks-${process}` }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win.
@@ -55,6 +61,10 @@ export function startSdk(process: TracedProcess): () => Promise<void> {
   // The exporter reads OTEL_EXPORTER_OTLP_ENDPOINT (and _HEADERS, _TIMEOUT) itself.
   const provider = new TracerProvider({
     resource,
+    // A trace's fate is decided where it starts (the request, a scheduled run) and followed downstream.
+    sampler: new ParentBasedSampler({
+      root: sampleRatio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(sampleRatio),
+    }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());

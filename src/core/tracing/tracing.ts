@@ -27,7 +27,7 @@ let stop: (() => Promise<void>) | undefined;
 export async function startTracing(tracing: AppConfig['tracing'], process: TracedProcess): Promise<void> {
   if (tracing === null) return;
   const { startSdk } = await import('./tracing-sdk.js');
-  stop = startSdk(process);
+  stop = startSdk(process, tracing.sampleRatio);
 }
 
 /** Exports the spans still buffered (at shutdown); a no-op when tracing is off. */
