@@ -57,6 +57,8 @@ const settings = {
   waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
   /** Rounds of the tracing phase, each one run with tracing off and one with it on. */
   tracingRounds: envInt('BENCH_TRACING_ROUNDS', 2),
+  /** A third setting of the tracing phase, when set: tracing on, recording this share of the traces (0 to 1). */
+  tracingSampleRatio: process.env.BENCH_TRACING_SAMPLE_RATIO || null,
   /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike; the image's unless set (empty: none). */
   nodeOptions: process.env.BENCH_NODE_OPTIONS ?? IMAGE_NODE_OPTIONS,
   /**
@@ -634,8 +636,16 @@ async function tracingCost(dataset) {
   const measured = [];
   try {
     for (let round = 1; round <= settings.tracingRounds; round++) {
-      for (const mode of ['off', 'on']) {
-        const env = mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {};
+      for (const mode of ['off', 'on', ...(settings.tracingSampleRatio ? ['sampled'] : [])]) {
+        const env = {
+          off: {},
+          on: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
+          sampled: {
+            OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: settings.tracingSampleRatio,
+          },
+        }[mode];
         log(`tracing ${mode}, round ${round} of ${settings.tracingRounds}`);
         await startApi(env, `api-tracing-${mode}`);
         const bytesBefore = sink.bytes;
@@ -656,7 +666,7 @@ async function tracingCost(dataset) {
     ({ apiUrl, apiMetricsUrl, apiProcess } = mainApi);
     await sink.close();
   }
-  return { rounds: settings.tracingRounds, runs: measured };
+  return { rounds: settings.tracingRounds, sampleRatio: settings.tracingSampleRatio, runs: measured };
 }
 
 // ---------------------------------------------------------------------------------------------- run
