@@ -26,6 +26,7 @@ import {
   stopProcess,
   waitForHttp,
 } from './lib/processes.mjs';
+import { OtlpSink } from './lib/otlp-sink.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { evaluateTargets, loadBaseline, renderMarkdown } from './lib/report.mjs';
 import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
@@ -54,6 +55,10 @@ const settings = {
   profile: process.env.BENCH_PROFILE === '1',
   /** Wait up to this many seconds for the machine to be quiet (< 25% CPU busy over 5 s) before starting. */
   waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
+  /** Rounds of the tracing phase, each one run with tracing off and one with it on. */
+  tracingRounds: envInt('BENCH_TRACING_ROUNDS', 2),
+  /** A third setting of the tracing phase, when set: tracing on, recording this share of the traces (0 to 1). */
+  tracingSampleRatio: process.env.BENCH_TRACING_SAMPLE_RATIO || null,
   /** NODE_OPTIONS for the api, the workers and the NestJS ceiling alike; the image's unless set (empty: none). */
   nodeOptions: process.env.BENCH_NODE_OPTIONS ?? IMAGE_NODE_OPTIONS,
   /**
@@ -80,6 +85,7 @@ const PHASE_KEYS = [
   'delivery-1',
   'latency',
   'delivery-2',
+  'tracing',
   ...ENGINE_PHASE_KEYS,
 ];
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
@@ -142,13 +148,14 @@ const postgresBackends = async () =>
 
 // ---------------------------------------------------------------------------------------------- setup
 
-async function startApi() {
+/** Starts an api (`env` on top of the bench's) and makes it the one the phases use. */
+async function startApi(env = {}, name = 'api') {
   const port = await freePort();
   const metricsPort = await freePort(); // the api serves /metrics on METRICS_PORT, never on PORT
   const handle = spawnNode(
-    'api',
+    name,
     'dist/main.js',
-    benchEnv({ PORT: String(port), METRICS_PORT: String(metricsPort), WORKER_ENABLED: 'false' }),
+    benchEnv({ PORT: String(port), METRICS_PORT: String(metricsPort), WORKER_ENABLED: 'false', ...env }),
     childNodeFlags('api'),
   );
   sampler.track('api', handle);
@@ -415,9 +422,9 @@ async function concurrencyPerWorker() {
   return settings.workerConcurrency ?? SERVICE_DEFAULT_CONCURRENCY;
 }
 
-async function spawnWorker(n, concurrency) {
+async function spawnWorker(n, concurrency, extraEnv = {}) {
   const port = await freePort();
-  const env = benchEnv({ METRICS_PORT: String(port), WORKER_CONCURRENCY: String(concurrency) });
+  const env = benchEnv({ METRICS_PORT: String(port), WORKER_CONCURRENCY: String(concurrency), ...extraEnv });
   const handle = spawnNode(`worker-${n}`, 'dist/worker.js', env, childNodeFlags('worker'));
   handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
   sampler.track('worker', handle);
@@ -470,8 +477,8 @@ async function waitForReceipts(expected, workers, onFirst) {
   }
 }
 
-/** Deliveries/s of `workerCount` worker processes draining `settings.deliveries` deliveries. */
-async function deliveryThroughput(dataset, workerCount) {
+/** Deliveries/s of `workerCount` worker processes (`env` on top of the bench's) draining `settings.deliveries` deliveries. */
+async function deliveryThroughput(dataset, workerCount, { env = {}, key = `delivery-${workerCount}` } = {}) {
   const submissions = Math.ceil(settings.deliveries / FANOUT);
   const phaseStart = new Date();
   log(`creating ${submissions} submissions (${submissions * FANOUT} deliveries), no worker running`);
@@ -480,10 +487,12 @@ async function deliveryThroughput(dataset, workerCount) {
   if (expected !== submissions * FANOUT) throw new Error(`expected ${submissions * FANOUT} pending, found ${expected}`);
   await analyze();
   receiver.reset();
-  results.machine.busyBefore[`delivery-${workerCount}`] = await machineBusy();
+  results.machine.busyBefore[key] = await machineBusy();
   const concurrency = await concurrencyPerWorker(workerCount);
   log(`starting ${workerCount} worker process(es), concurrency ${concurrency} each`);
-  const workers = await Promise.all(Array.from({ length: workerCount }, (_, i) => spawnWorker(i + 1, concurrency)));
+  const workers = await Promise.all(
+    Array.from({ length: workerCount }, (_, i) => spawnWorker(i + 1, concurrency, env)),
+  );
   // From the first receipt on, so the workers' start-up is not counted.
   const cpu = new CpuProbe(async () => ({
     worker: workers.map((w) => w.pid),
@@ -494,7 +503,7 @@ async function deliveryThroughput(dataset, workerCount) {
   await waitForReceipts(expected, workers, async () => (cpuBefore = await cpu.snapshot()));
   while ((await countPending()) > 0) await sleep(50);
   const doneAt = performance.now();
-  results.memory.breakdown[`delivery-${workerCount}`] = {
+  results.memory.breakdown[key] = {
     workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),
   };
   const cpuUsed = cpu.since(cpuBefore, await cpu.snapshot());
@@ -605,6 +614,59 @@ async function submissionLatency(dataset, workers) {
     machineBusy: machineBusyShare,
     cpuMsPerSubmission: Object.fromEntries(Object.entries(cpuUsed).map(([role, ms]) => [role, ms / total])),
   };
+}
+
+/** A second's worth of submissions, delivered, then ANALYZE (see analyze()); then the latency run. */
+async function warmLatency(dataset, workers) {
+  await createSubmissions(dataset, settings.latencyRate);
+  while ((await countPending()) > 0) await sleep(50);
+  await analyze();
+  log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
+  return submissionLatency(dataset, workers);
+}
+
+/**
+ * The cost of tracing: rounds of the delivery-1 and latency runs with an api and a worker of their own,
+ * once with tracing off and once on (exporting to a local OTLP sink), in turns, so that a drift of the
+ * machine's speed falls on both alike. The main api idles meanwhile.
+ */
+async function tracingCost(dataset) {
+  const sink = await new OtlpSink().listen();
+  const mainApi = { apiUrl, apiMetricsUrl, apiProcess };
+  const measured = [];
+  try {
+    for (let round = 1; round <= settings.tracingRounds; round++) {
+      for (const mode of ['off', 'on', ...(settings.tracingSampleRatio ? ['sampled'] : [])]) {
+        const env = {
+          off: {},
+          on: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
+          sampled: {
+            OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: settings.tracingSampleRatio,
+          },
+        }[mode];
+        log(`tracing ${mode}, round ${round} of ${settings.tracingRounds}`);
+        await startApi(env, `api-tracing-${mode}`);
+        const bytesBefore = sink.bytes;
+        const throughput = await deliveryThroughput(dataset, 1, { env, key: `tracing-${mode}-${round}` });
+        const latency = await warmLatency(dataset, throughput.workers);
+        for (const w of throughput.workers) await stopProcess(w);
+        await stopProcess(apiProcess);
+        measured.push({
+          mode,
+          round,
+          delivery: throughput.result,
+          latency,
+          exportedKb: (sink.bytes - bytesBefore) / 1024,
+        });
+      }
+    }
+  } finally {
+    ({ apiUrl, apiMetricsUrl, apiProcess } = mainApi);
+    await sink.close();
+  }
+  return { rounds: settings.tracingRounds, sampleRatio: settings.tracingSampleRatio, runs: measured };
 }
 
 // ---------------------------------------------------------------------------------------------- run
@@ -731,12 +793,7 @@ async function main() {
       if (runs('latency')) {
         sampler.phase = 'latency';
         results.machine.busyBefore.latency = await machineBusy();
-        // Warm-up: a second's worth of submissions, delivered, then ANALYZE (see analyze()).
-        await createSubmissions(dataset, settings.latencyRate);
-        while ((await countPending()) > 0) await sleep(50);
-        await analyze();
-        log(`latency: ${settings.latencyRate} submissions/s for ${settings.latencyDurationSec} s, one worker`);
-        results.delivery.latency = await submissionLatency(dataset, workers);
+        results.delivery.latency = await warmLatency(dataset, workers);
         results.memory.breakdown.latency = {
           api: await memoryBreakdown(apiMetricsUrl),
           workers: await Promise.all(workers.map((w) => memoryBreakdown(w.metricsUrl))),
@@ -753,6 +810,12 @@ async function main() {
     }
     const peaks = workerPeaks.filter((mb) => mb !== null);
     results.memory.workerPeakMb = peaks.length ? Math.max(...peaks) : null;
+  }
+
+  if (runs('tracing')) {
+    sampler.phase = 'tracing';
+    log(`cleared ${await clearBacklog()} pending deliveries before the tracing runs`);
+    results.tracing = await tracingCost(dataset);
   }
 
   await runEnginePhases(

@@ -142,10 +142,12 @@ done
 say "ready: $ready"
 
 # Started once the api has migrated the database, as compose starts workers after `migrate`.
-current="start the worker (node dist/worker.js)"
+# With tracing on, so the OpenTelemetry SDK must load from production dependencies; its exports to a
+# closed port fail quietly, as they do while a collector is away.
+current="start the worker (node dist/worker.js, tracing on)"
 say "$current"
 [ -f dist/worker.js ] || fail "dist/worker.js does not exist (src/worker.ts not written yet?)"
-node dist/worker.js >worker.log 2>&1 &
+OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9 node dist/worker.js >worker.log 2>&1 &
 worker_pid=$!
 worker_started=$SECONDS
 

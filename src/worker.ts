@@ -1,28 +1,8 @@
-import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Logger as PinoLogger } from 'nestjs-pino';
 import { loadConfigOrExit } from './core/config/load-or-exit.js';
-import type { AppConfig } from './core/config/config.js';
-import { exitOnSignals } from './core/shutdown.js';
-import { describeStartupFailure } from './core/startup-failure.js';
-import { WorkerModule } from './worker.module.js';
+import { startTracing } from './core/tracing/tracing.js';
 
-/** Delivery worker only (`npm run start:worker`); run several to scale. Migrations are the api's job. */
-async function bootstrap(config: AppConfig): Promise<void> {
-  const logger = new Logger('Worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), {
-    bufferLogs: true,
-    // A failure reaches the catch below, which names the variable to check.
-    abortOnError: false,
-  });
-  app.useLogger(app.get(PinoLogger));
-  exitOnSignals(app, config, logger);
-  logger.log(`Worker running (concurrency ${config.workerConcurrency}, queue prefix ${config.queuePrefix})`);
-}
-
+// The worker is imported only once tracing has started: its instrumentations patch modules as they load.
 const config = loadConfigOrExit();
-bootstrap(config).catch((error: Error) => {
-  process.stderr.write(`Worker failed to start: ${describeStartupFailure(error, config)}\n`);
-  process.exit(1);
-});
+await startTracing(config.tracing, 'worker');
+const { startWorker } = await import('./worker-process.js');
+startWorker(config);

@@ -156,6 +156,53 @@ function latencySection(results) {
   ].join('\n');
 }
 
+export function tracingSection(tracing) {
+  if (!tracing) return '## Tracing\n\nNot measured in this run (phase `tracing`).';
+  const figures = {
+    'deliveries/s (one worker)': (r) => r.delivery.perSec,
+    'worker CPU ms/delivery': (r) => cpuOf(r.delivery, 'worker'),
+    'Postgres CPU ms/delivery': (r) => cpuOf(r.delivery, 'postgres'),
+    'receipt p50 ms (300/s)': (r) => r.latency.receiptMs.p50,
+    'receipt p99 ms': (r) => r.latency.receiptMs.p99,
+    'POST p50 ms': (r) => r.latency.responseMs.p50,
+    'api CPU ms/submission': (r) => r.latency.cpuMsPerSubmission.api,
+    'worker CPU ms/submission': (r) => r.latency.cpuMsPerSubmission.worker,
+  };
+  const digits = (name) => (name.startsWith('deliveries') ? 0 : name.includes('CPU') ? 3 : 1);
+  const names = Object.keys(figures);
+  const runRow = (r) =>
+    `| ${r.round} | ${r.mode} | ${names.map((n) => fmt(figures[n](r), digits(n))).join(' | ')} | ${fmt(r.exportedKb)} |`;
+  const medianOf = (mode, n) => median(tracing.runs.filter((r) => r.mode === mode).map(figures[n]));
+  const modes = tracing.sampleRatio ? ['on', 'sampled'] : ['on'];
+  const against = (off, value) => (off ? `${value >= off ? '+' : ''}${pct(value / off - 1)}` : 'n/a');
+  const summary = names.map((n) => {
+    const off = medianOf('off', n);
+    const cells = modes.flatMap((mode) => [fmt(medianOf(mode, n), digits(n)), against(off, medianOf(mode, n))]);
+    return `| ${n} | ${fmt(off, digits(n))} | ${cells.join(' | ')} |`;
+  });
+  const sampled = tracing.sampleRatio
+    ? ` A third setting, "sampled", is on with \`OTEL_TRACES_SAMPLER=parentbased_traceidratio\` and \`OTEL_TRACES_SAMPLER_ARG=${tracing.sampleRatio}\`.`
+    : '';
+  const header = modes.map((mode) => `${mode} | ${mode} against off`).join(' | ');
+  return `## Tracing
+
+The cost of OpenTelemetry traces (README, "Traces"): ${tracing.rounds} rounds, each running the one-worker
+throughput and the 300/s latency runs above with an api and a worker of their own, first with tracing off
+(no \`OTEL_EXPORTER_OTLP_ENDPOINT\`: the SDK is not loaded), then on, exporting every span to a local
+OTLP/HTTP sink in the bench process that answers at once (exported KB: what it received in that run).
+The settings alternate, so a drift of the machine's speed falls on all; the medians compare them.${sampled} Off
+costs a delivery about 2 µs of CPU (the no-op tracer's calls, \`node bench/tracing-off.mjs\`), far below
+the noise of these runs.
+
+| round | tracing | ${names.join(' | ')} | exported KB |
+|---|---|${names.map(() => '---:').join('|')}|---:|
+${tracing.runs.map(runRow).join('\n')}
+
+| median | off | ${header} |
+|---|---:|${modes.map(() => '---:|---:').join('|')}|
+${summary.join('\n')}`;
+}
+
 function memorySection(results) {
   const m = results.memory;
   const phases = (role) =>
@@ -410,6 +457,8 @@ ${deliveryTable(results)}
 
 ${latencySection(results)}
 
+${tracingSection(results.tracing)}
+
 ${engineSection(results)}
 ## Memory
 
@@ -424,6 +473,8 @@ ${memorySection(results)}
   \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_MAX_IN_FLIGHT\`, \`BENCH_LOG_LEVEL\`, \`BENCH_RATE_LIMIT_PER_MINUTE\`
   (default 1,000,000: the limiter's Redis round trip stays in every request, but it never refuses),
   \`BENCH_WAIT_QUIET=<s>\` (wait up to that long for the machine to be under 25% busy before starting),
+  \`BENCH_TRACING_ROUNDS\` (default 2: rounds of the tracing phase, each off then on),
+  \`BENCH_TRACING_SAMPLE_RATIO\` (a third setting in each round: on, recording that share of the traces),
   \`BENCH_NODE_OPTIONS\` (NODE_OPTIONS for the api, the workers and the NestJS ceiling; by default the
   image's, from the Dockerfile's \`ENV NODE_OPTIONS\`; set it empty for none).
 - \`BENCH_ONLY=webhooks-list,submissions\` runs only those phases (keys: ${results.phaseKeys.join(', ')});

@@ -1,6 +1,7 @@
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { AppConfig } from './config/config.js';
+import { stopTracing } from './tracing/tracing.js';
 
 // After the attempts in flight, each bounded by DELIVERY_TIMEOUT_MS: recording them, closing connections.
 export const SHUTDOWN_MARGIN_MS = 5_000;
@@ -62,8 +63,9 @@ export function exitOnSignals(app: INestApplicationContext, config: AppConfig, l
       logger.error(`Shutdown unfinished after ${deadlineMs} ms, exiting with 1; abandoned: ${abandoned()}`);
       process.exit(1);
     }, deadlineMs);
+    // The spans of the last attempts are exported before the exit (bounded; nothing to do when tracing is off).
     app.close().then(
-      () => process.exit(0),
+      () => stopTracing().then(() => process.exit(0)),
       (error: Error) => {
         logger.error(`Shutdown failed: ${error.message}`);
         process.exit(1);

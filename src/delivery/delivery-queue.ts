@@ -5,6 +5,7 @@ import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { QueueLayout } from '../core/redis/queue-layout.js';
 import { RedisClients } from '../core/redis/redis.module.js';
+import { currentTraceCarrier, inSpan, SpanKind, type TraceCarrier } from '../core/tracing/tracing.js';
 import { withTimeout } from '../core/with-timeout.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
@@ -21,6 +22,8 @@ export interface DeliverJobData {
   workspaceId: string;
   /** For the per-webhook in-flight cap. */
   webhookId: string;
+  /** W3C trace context of the enqueue, so each attempt joins its trace; absent when tracing is off. */
+  trace?: TraceCarrier;
 }
 
 export interface DeliveryToEnqueue {
@@ -123,6 +126,16 @@ export class DeliveryQueue {
   /** As enqueue, but throws when Redis does not take the jobs (the sweeper stops its pass then). */
   async add(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger'] = 'scheduled'): Promise<void> {
     if (deliveries.length === 0) return;
+    const attributes = {
+      'messaging.destination.name': DELIVERY_QUEUE,
+      'messaging.batch.message_count': deliveries.length,
+    };
+    await inSpan('delivery.enqueue', attributes, () => this.addJobs(deliveries, trigger), { kind: SpanKind.PRODUCER });
+  }
+
+  /** Each shard's jobs in its own addBulk, all at once. */
+  private async addJobs(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger']): Promise<void> {
+    const trace = currentTraceCarrier();
     const byShard = new Map<number, BulkJob[]>();
     for (const { deliveryId, url, workspaceId, webhookId, jobId } of deliveries) {
       const destination = destinationOf(url);
@@ -130,7 +143,7 @@ export class DeliveryQueue {
       const jobs = byShard.get(shard) ?? [];
       jobs.push({
         name: DELIVER_JOB,
-        data: { deliveryId, trigger, destination, url, workspaceId, webhookId },
+        data: { deliveryId, trigger, destination, url, workspaceId, webhookId, ...(trace && { trace }) },
         opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
       });
       byShard.set(shard, jobs);

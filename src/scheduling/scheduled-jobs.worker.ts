@@ -7,6 +7,7 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { closeWorker } from '../core/redis/close-worker.js';
 import { QueueLayout } from '../core/redis/queue-layout.js';
 import { RedisClients } from '../core/redis/redis.module.js';
+import { inSpan } from '../core/tracing/tracing.js';
 import { MaintenanceQueue } from './maintenance-queue.module.js';
 import { MAINTENANCE_QUEUE, SCHEDULED_JOB, SCHEDULED_JOB_OPTIONS, type ScheduledRun } from './scheduled-job.js';
 
@@ -102,7 +103,10 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
     if (!scheduled) throw new UnrecoverableError(`No scheduled job named ${job.name} in this version`);
     let run = this.running.get(job.name);
     if (!run) {
-      run = scheduled.run(this.stopping.signal).finally(() => this.running.delete(job.name));
+      // A trace of its own per run: the deliveries a sweep or a recovery re-enqueues are attempted within it.
+      run = inSpan(`scheduled ${job.name}`, {}, () => scheduled.run(this.stopping.signal), { root: true }).finally(() =>
+        this.running.delete(job.name),
+      );
       this.running.set(job.name, run);
     }
     return run;

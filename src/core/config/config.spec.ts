@@ -108,6 +108,30 @@ describe('loadConfig', () => {
     expect(config.databasePoolSize).toBe(10);
   });
 
+  it('traces only with an OTLP endpoint, and not when OTEL_SDK_DISABLED=true', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    const endpoint = 'http://jaeger:4318';
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).tracing).toEqual({ endpoint, sampleRatio: 1 });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'jaeger:4318' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT: must be/,
+    );
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'yes' })).toThrow(
+      /OTEL_SDK_DISABLED: must be true or false/,
+    );
+  });
+
+  it('records the share of traces OTEL_TRACES_SAMPLER_ARG says with parentbased_traceidratio, else all', () => {
+    const endpoint = 'http://jaeger:4318';
+    const ratioOf = (env: Record<string, string>) =>
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, ...env }).tracing?.sampleRatio;
+    expect(ratioOf({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' })).toBe(0.01);
+    expect(ratioOf({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' })).toBe(1);
+    expect(ratioOf({ OTEL_TRACES_SAMPLER: 'parentbased_always_on', OTEL_TRACES_SAMPLER_ARG: '0.01' })).toBe(1);
+    expect(() => ratioOf({ OTEL_TRACES_SAMPLER: 'always_off' })).toThrow(/OTEL_TRACES_SAMPLER: must be/);
+    expect(() => ratioOf({ OTEL_TRACES_SAMPLER_ARG: '1.5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG: must be a ratio/);
+  });
+
   it('names every bad variable at once', () => {
     expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
   });

@@ -174,6 +174,22 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(1000000)
   RATE_LIMIT_PER_IP_PER_MINUTE = 1200;
+
+  // The OTLP/HTTP collector's base URL (the exporter adds /v1/traces); empty = no tracing.
+  @Matches(/^(https?:\/\/\S+)?$/, { message: 'must be an http:// or https:// URL, or empty (no tracing)' })
+  OTEL_EXPORTER_OTLP_ENDPOINT = '';
+
+  @IsString()
+  OTEL_SDK_DISABLED = '';
+
+  // The standard sampler variables, of which the two parent-based samplers: a worker follows the api's choice.
+  @IsIn(['', 'parentbased_always_on', 'parentbased_traceidratio'], {
+    message: 'must be parentbased_always_on or parentbased_traceidratio',
+  })
+  OTEL_TRACES_SAMPLER = '';
+
+  @Matches(/^(0(\.\d+)?|1(\.0+)?)?$/, { message: 'must be a ratio from 0 to 1, such as 0.01' })
+  OTEL_TRACES_SAMPLER_ARG = '';
 }
 
 export interface AppConfig {
@@ -228,6 +244,11 @@ export interface AppConfig {
   adminCredentials: { user: string; password: string } | null;
   /** Requests per API key, and per client IP before authentication, counted in Redis across replicas; 0 = off. */
   rateLimit: { perMinute: number; perSecond: number; perIpPerMinute: number };
+  /**
+   * OpenTelemetry traces exported over OTLP/HTTP to `endpoint` (DESIGN 9), of which `sampleRatio` of the
+   * traces started here are recorded (1 = all); null = off, the SDK not loaded.
+   */
+  tracing: { endpoint: string; sampleRatio: number } | null;
 }
 
 export class ConfigError extends Error {}
@@ -283,6 +304,15 @@ function hostLimit(initial: number, min: number, max: number): AppConfig['hostLi
   if (min > max) throw new ConfigError('DELIVERY_HOST_MIN_LIMIT: must not be above DELIVERY_HOST_MAX_LIMIT');
   // The default start (20) follows bounds set below or above it.
   return { initial: Math.min(max, Math.max(min, initial)), min, max };
+}
+
+function tracing(env: EnvironmentVariables): AppConfig['tracing'] {
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT === '' || optionalBool('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false)) {
+    return null;
+  }
+  // As the specification says: the ratio applies to traceidratio only, and defaults to 1.
+  const ratio = env.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' && env.OTEL_TRACES_SAMPLER_ARG !== '';
+  return { endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: ratio ? Number(env.OTEL_TRACES_SAMPLER_ARG) : 1 };
 }
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */
@@ -344,5 +374,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       perSecond: env.RATE_LIMIT_PER_SECOND,
       perIpPerMinute: env.RATE_LIMIT_PER_IP_PER_MINUTE,
     },
+    tracing: tracing(env),
   };
 }

@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { SpanStatusCode, type Span } from '@opentelemetry/api';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { isCuid2 } from '../../core/ids.js';
+import { inSpan, SpanKind } from '../../core/tracing/tracing.js';
 import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
 import { AttemptClaims, type AttemptContext } from '../store/attempt-claims.js';
 import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
@@ -10,7 +12,7 @@ import { DeliveryStore } from '../store/delivery-store.js';
 import { buildPayload } from '../delivery-payload.js';
 import type { DeliverJobData } from '../delivery-queue.js';
 import { signPayload } from './signing.js';
-import { WebhookSender, type Outgoing, type SendResult } from './webhook-sender.js';
+import { WebhookSender, type Connection, type Outgoing, type SendResult } from './webhook-sender.js';
 
 // Each try takes another connection: a pool of stale kept-alive ones empties after a few.
 const MAX_UNSENT_TRIES = 3;
@@ -39,11 +41,29 @@ export class DeliveryAttemptService {
   /** `answered` runs once the receiver has answered (or the send failed), before the attempt is recorded. */
   async run(job: DeliverJobData, answered: (result: SendResult) => void = () => undefined): Promise<RunResult> {
     if (!isCuid2(job.deliveryId)) return { status: 'skipped' };
-    // A kept-alive connection found closed before anything went out made no attempt: again, on a new one.
-    for (let tries = 1; ; tries++) {
-      const result = await this.attempt(job, tries < MAX_UNSENT_TRIES, answered);
-      if (result !== 'unsent') return result;
-    }
+    const attributes = {
+      'delivery.id': job.deliveryId,
+      'delivery.trigger': job.trigger,
+      'delivery.destination': job.destination,
+      'webhook.id': job.webhookId,
+      'workspace.id': job.workspaceId,
+    };
+    // A child of the enqueue (the submission's trace) when the job carries one; otherwise a trace of its own.
+    const parent = job.trace ?? {};
+    return inSpan(
+      'delivery.attempt',
+      attributes,
+      async (span) => {
+        // A kept-alive connection found closed before anything went out made no attempt: again, on a new one.
+        for (let tries = 1; ; tries++) {
+          const result = await this.attempt(job, tries < MAX_UNSENT_TRIES, answered);
+          if (result === 'unsent') continue;
+          span.setAttribute('delivery.outcome', result.status);
+          return result;
+        }
+      },
+      { kind: SpanKind.CONSUMER, parent },
+    );
   }
 
   /** One claim and send; 'unsent' (the lease given back, nothing recorded) when `mayRetry` and nothing went out. */
@@ -53,8 +73,12 @@ export class DeliveryAttemptService {
     answered: (result: SendResult) => void,
   ): Promise<RunResult | 'unsent'> {
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
-    const connection = await this.sender.connect(url);
-    const claim = await this.claims.claim(deliveryId).catch((error: unknown) => {
+    const connection = await inSpan('delivery.connect', {}, () => this.sender.connect(url));
+    const claim = await inSpan('delivery.claim', {}, async (span) => {
+      const claimed = await this.claims.claim(deliveryId);
+      span.setAttribute('delivery.claim', claimed.outcome);
+      return claimed;
+    }).catch((error: unknown) => {
       if (connection.ok) connection.abandon();
       throw error;
     });
@@ -66,6 +90,27 @@ export class DeliveryAttemptService {
         : { status: claim.outcome };
     }
     const startedAt = new Date();
+    const result = await inSpan(
+      'delivery.send',
+      { 'http.request.method': 'POST' },
+      (span) => this.send(span, connection, deliveryId, claim),
+      { kind: SpanKind.CLIENT },
+    );
+    if (result.unsent && mayRetry) {
+      await this.store.releaseLease(deliveryId);
+      return 'unsent';
+    }
+    answered(result);
+    return this.record(deliveryId, trigger, claim.context, startedAt, result);
+  }
+
+  /** No trace header goes to the receiver: only the status and the error text are on the span. */
+  private async send(
+    span: Span,
+    connection: Connection,
+    deliveryId: string,
+    claim: { context: AttemptContext; written: () => void },
+  ): Promise<SendResult> {
     let result: SendResult;
     if (connection.ok) {
       result = await connection.send(this.outgoing(deliveryId, claim.context), claim.written);
@@ -73,12 +118,10 @@ export class DeliveryAttemptService {
       claim.written();
       result = connection.result;
     }
-    if (result.unsent && mayRetry) {
-      await this.store.releaseLease(deliveryId);
-      return 'unsent';
-    }
-    answered(result);
-    return this.record(deliveryId, trigger, claim.context, startedAt, result);
+    if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+    if (!result.ok)
+      span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
+    return result;
   }
 
   private async record(
@@ -91,20 +134,22 @@ export class DeliveryAttemptService {
     const attemptNumber = ctx.attempt_count + 1;
     const finishedAt = new Date();
     const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
-    const recorded = await this.records.record({
-      deliveryId,
-      attemptNumber,
-      trigger,
-      startedAt,
-      durationMs: result.durationMs,
-      statusCode: result.statusCode,
-      responseExcerpt: result.responseExcerpt,
-      error: outcome.status === 'succeeded' ? null : outcome.reason,
-      succeeded: result.ok,
-      status: outcome.status,
-      nextAttemptAt: outcome.status === 'pending' ? new Date(finishedAt.getTime() + outcome.delayMs) : null,
-      finishedAt,
-    });
+    const recorded = await inSpan('delivery.record', { 'delivery.attempt_number': attemptNumber }, () =>
+      this.records.record({
+        deliveryId,
+        attemptNumber,
+        trigger,
+        startedAt,
+        durationMs: result.durationMs,
+        statusCode: result.statusCode,
+        responseExcerpt: result.responseExcerpt,
+        error: outcome.status === 'succeeded' ? null : outcome.reason,
+        succeeded: result.ok,
+        status: outcome.status,
+        nextAttemptAt: outcome.status === 'pending' ? new Date(finishedAt.getTime() + outcome.delayMs) : null,
+        finishedAt,
+      }),
+    );
     this.metrics.recordAttempt(outcome.status, result.durationMs);
     this.logger.log({
       msg: 'delivery attempt',

@@ -1,0 +1,66 @@
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Span,
+} from '@opentelemetry/api';
+import type { AppConfig } from '../config/config.js';
+import type { TracedProcess } from './tracing-sdk.js';
+
+/** The W3C trace context (`traceparent`, `tracestate`) of a span, as it travels inside a queue job. */
+export type TraceCarrier = Record<string, string>;
+
+// The API's no-op tracer until the SDK registers a provider (only when tracing is on).
+const tracer = trace.getTracer('calc-webhooks');
+
+let stop: (() => Promise<void>) | undefined;
+
+/**
+ * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true); off, nothing
+ * of it is even loaded. An entrypoint calls this before importing the app, so that the instrumentations
+ * patch express, pg and ioredis as they are first required.
+ */
+export async function startTracing(tracing: AppConfig['tracing'], process: TracedProcess): Promise<void> {
+  if (tracing === null) return;
+  const { startSdk } = await import('./tracing-sdk.js');
+  stop = startSdk(process, tracing.sampleRatio);
+}
+
+/** Exports the spans still buffered (at shutdown); a no-op when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  await stop?.();
+}
+
+/** Runs `fn` in a span of its own that ends when `fn` settles; a thrown error marks the span failed. */
+export function inSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+  options: { kind?: SpanKind; parent?: TraceCarrier; root?: boolean } = {},
+): Promise<T> {
+  const parent = options.parent ? propagation.extract(ROOT_CONTEXT, options.parent) : context.active();
+  return tracer.startActiveSpan(name, { kind: options.kind, attributes, root: options.root }, parent, async (span) => {
+    try {
+      return await fn(span);
+    } catch (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The active span's context for a queue job; undefined when there is none (tracing off). */
+export function currentTraceCarrier(): TraceCarrier | undefined {
+  const carrier: TraceCarrier = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ? carrier : undefined;
+}
+
+export { SpanKind };
