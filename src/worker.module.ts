@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AuditEventsModule } from './audit/audit.module.js';
+import { AuditEventsModule } from './audit/audit-events.module.js';
 import { coreImports } from './core/core-imports.js';
 import type { AppConfig } from './core/config/config.js';
 import { LoggingModule } from './core/logging/logging.module.js';

@@ -87,6 +87,16 @@ export interface Recovery {
   completedAt: string | null;
 }
 
+export interface AuditEvent {
+  id: string;
+  action: string;
+  occurredAt: string;
+  actor: { type: string; id: string };
+  requestId: string | null;
+  target: { type: string; id: string };
+  changes: Record<string, unknown>;
+}
+
 export interface RotatedSecret {
   key: string;
   previousKeyExpiresAt: string | null;
@@ -160,6 +170,8 @@ export const api = {
   workspaceDelivery: (deliveryId: string) => data<DeliveryDetail>('GET', `/deliveries/${id(deliveryId)}`),
   workspaceDeliveries: (params: { status?: string; limit: number; cursor?: string }) =>
     call<{ data: Delivery[]; nextCursor: string | null }>('GET', `/deliveries${query(params)}`),
+  auditEvents: (params: { action?: string; limit: number; cursor?: string }) =>
+    call<{ data: AuditEvent[]; nextCursor: string | null }>('GET', `/audit-events${query(params)}`),
   retry: (webhookId: string, deliveryId: string) =>
     data<Delivery>('POST', `/webhooks/${id(webhookId)}/deliveries/${id(deliveryId)}/retry`),
   recoverCount: (webhookId: string, since: string, until?: string) =>

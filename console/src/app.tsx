@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { ActivityView } from './activity.js';
 import { session, whenUnauthenticated } from './api.js';
 import { DeliveryView } from './delivery.js';
 import { FailedView } from './failed.js';
@@ -51,6 +52,9 @@ export function App() {
           <a href={href.failed()} aria-current={route.view === 'failed' ? 'page' : undefined}>
             Failed deliveries
           </a>
+          <a href={href.activity()} aria-current={route.view === 'activity' ? 'page' : undefined}>
+            Activity
+          </a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out
@@ -63,6 +67,7 @@ export function App() {
           <DeliveryView key={route.deliveryId} webhookId={route.webhookId} deliveryId={route.deliveryId} />
         )}
         {route.view === 'failed' && <FailedView />}
+        {route.view === 'activity' && <ActivityView />}
       </div>
     </>
   );

@@ -5,7 +5,8 @@ export type Route =
   | { view: 'webhooks' }
   | { view: 'webhook'; webhookId: string }
   | { view: 'delivery'; webhookId?: string; deliveryId: string }
-  | { view: 'failed' };
+  | { view: 'failed' }
+  | { view: 'activity' };
 
 export const href = {
   webhooks: () => '#/webhooks',
@@ -14,6 +15,7 @@ export const href = {
     `#/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}`,
   workspaceDelivery: (deliveryId: string) => `#/deliveries/${encodeURIComponent(deliveryId)}`,
   failed: () => '#/failed',
+  activity: () => '#/activity',
 };
 
 function parse(hash: string): Route {
@@ -23,6 +25,7 @@ function parse(hash: string): Route {
   if (parts[0] === 'webhooks' && parts[1]) return { view: 'webhook', webhookId: parts[1] };
   if (parts[0] === 'deliveries' && parts[1]) return { view: 'delivery', deliveryId: parts[1] };
   if (parts[0] === 'failed') return { view: 'failed' };
+  if (parts[0] === 'activity') return { view: 'activity' };
   return { view: 'webhooks' };
 }
 

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
-import { CursorQueryField } from '../core/http/log-cursor.js';
+import { CursorQueryField } from '../core/http/cursor-query.js';
 import { DEFAULT_LIMIT, LimitQueryField } from '../core/http/paging.js';
 import { IsBeforeUntil, TimestampQueryField } from '../core/http/timestamps.js';
 import { AUDIT_ACTIONS, type AuditAction } from './audit-event.entity.js';

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AuditEventsModule } from '../audit/audit.module.js';
+import { AuditEventsModule } from '../audit/audit-events.module.js';
 import { SubmissionEntity } from '../submissions/submission.entity.js';
 import { WebhookCalculatorEntity } from '../webhooks/webhook.entity.js';
 import { TypeOrmModule } from '@nestjs/typeorm';

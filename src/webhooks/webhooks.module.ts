@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AuditEventsModule } from '../audit/audit.module.js';
+import { AuditEventsModule } from '../audit/audit-events.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';

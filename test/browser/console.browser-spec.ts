@@ -287,6 +287,30 @@ describe('console /console', () => {
     await page.getByRole('list', { name: 'Attempts' }).getByRole('listitem').first().waitFor();
   });
 
+  it("shows the workspace's changes in Activity, newest first, filtered by action", async () => {
+    const webhookId = (await listWebhooks(api)).find((w) => w.name === 'CRM sync')!.id;
+    const rotated = await api.post(`/webhooks/${webhookId}/secret/rotate`, { overlapSeconds: 60 });
+    expect(rotated.status).toBe(200);
+    await page.goto(`${baseUrl}/console/#/webhooks`);
+    await page.getByRole('link', { name: 'Activity' }).click();
+    const rows = page.getByRole('list', { name: 'Changes' }).getByRole('listitem');
+    await rows.first().waitFor();
+    await expect(rows.first().innerText()).resolves.toMatch(/^Signing secret rotated/);
+    await expect(rows.first().innerText()).resolves.toContain(rotated.headers['x-request-id'] as string);
+    await screenshot(page, 'activity');
+
+    await page.getByLabel('Action').selectOption('webhook.created');
+    const onlyCreated = async () => {
+      const texts = await rows.allInnerTexts();
+      return texts.length > 0 && texts.every((text) => text.startsWith('Webhook registered'));
+    };
+    await waitFor(onlyCreated, 5_000, 'only registrations listed');
+
+    await rows.first().getByRole('link').click();
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    expect(page.url()).toMatch(/#\/webhooks\/[a-z0-9]+$/);
+  });
+
   it("pages through a webhook's deliveries, 20 at a time", async () => {
     const webhookId = (await listWebhooks(api)).find((w) => w.name === 'CRM sync')!.id;
     for (let i = 0; i < 20; i++) await submit(api, calculatorA.id, { data: { n: i } });

@@ -1,6 +1,3 @@
-import { applyDecorators } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString } from 'class-validator';
 import { createHash } from 'node:crypto';
 import { ApiError } from './api-error.js';
 import { isCuid2 } from '../ids.js';
@@ -34,13 +31,3 @@ export function decodeCursor(workspaceId: string, raw: string | undefined): LogP
   }
   return { createdAt: new Date(Number(match[1])), id: match[2] };
 }
-
-/** `cursor` on a cursor-paged list: the previous page's `nextCursor`, checked by decodeCursor. */
-export const CursorQueryField = () =>
-  applyDecorators(
-    ApiPropertyOptional({
-      description: '`nextCursor` of the previous page, as it was given; any other value is a 400',
-    }),
-    IsOptional(),
-    IsString({ message: CURSOR_MESSAGE }),
-  );

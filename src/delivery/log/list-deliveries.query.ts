@@ -4,7 +4,8 @@ import { IsIn, IsOptional, ValidateBy } from 'class-validator';
 import { DEFAULT_LIMIT, LimitQueryField, OffsetQueryField } from '../../core/http/paging.js';
 import { IsBeforeUntil, TimestampQueryField } from '../../core/http/timestamps.js';
 import { isCuid2 } from '../../core/ids.js';
-import { CursorQueryField, type LogPosition } from '../../core/http/log-cursor.js';
+import { CursorQueryField } from '../../core/http/cursor-query.js';
+import type { LogPosition } from '../../core/http/log-cursor.js';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery.entity.js';
 
 const StatusQueryField = () =>
