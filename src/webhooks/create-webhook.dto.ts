@@ -86,11 +86,12 @@ const unlessUndefined = (property: string) => ValidateIf((o: Record<string, unkn
 
 @ApiSchema({ name: 'CreateWebhook' })
 export class CreateWebhookDto {
+  // No `format: uri`: that is ASCII only (RFC 3986), and an address as a browser takes it may hold any character.
   @ApiProperty({
-    format: 'uri',
     maxLength: MAX_URL_LENGTH,
     description:
-      'Absolute http(s) URL that receives the data, without credentials (`user:password@`). While the SSRF guard ' +
+      'Absolute http(s) URL that receives the data, without credentials (`user:password@`). Characters outside ' +
+      'ASCII are taken as a browser takes them and percent-encoded when a delivery is sent. While the SSRF guard ' +
       'is on (production), a host that is `localhost` (or `*.localhost`) or a non-public IP literal (IPv4, or an ' +
       'IPv6 form embedding one) is refused; a name is checked when a delivery is sent.',
     example: 'https://example.com/hooks/calc',

@@ -93,6 +93,14 @@ describe('webhooks', () => {
       expect((await getWebhook(api, webhook.id)).url).toBe(long);
     });
 
+    it('accepts a URL with characters outside ASCII, as a browser does, and the document says so', async () => {
+      // The app checks each request against its OpenAPI document: a `format: uri` there would fail this file.
+      const { api, calcs } = await setup();
+      const url = 'https://receiver.example.com/bücher/𡵓?q=ü';
+      const webhook = await registerWebhook(api, { url, calculators: [calcs[0].id] });
+      expect(webhook.url).toBe(url);
+    });
+
     it('accepts a name of exactly 255 characters, counting characters rather than UTF-16 units', async () => {
       const { api, calcs } = await setup();
       const ascii = await registerWebhook(api, { url: RECEIVER, calculators: [calcs[0].id], name: 'n'.repeat(255) });
