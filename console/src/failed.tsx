@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { time } from './format.js';
 import { href } from './router.js';
-import { Field, Fields, Heading, LoadError, StatusBadge, useLoad } from './ui.js';
+import { CursorPager, Field, Fields, Heading, LoadError, StatusBadge, useLoad } from './ui.js';
 
 const PAGE = 20;
 
@@ -40,18 +40,7 @@ export function FailedView() {
           </li>
         ))}
       </ul>
-      <nav class="pager" aria-label="Failed delivery pages">
-        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button
-          type="button"
-          disabled={!page.data?.nextCursor}
-          onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}
-        >
-          Older
-        </button>
-      </nav>
+      <CursorPager label="Failed delivery pages" cursors={cursors} onChange={setCursors} next={page.data?.nextCursor} />
     </main>
   );
 }

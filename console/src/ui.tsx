@@ -103,3 +103,27 @@ export function Heading({ children }: { children: ComponentChildren }) {
     </h1>
   );
 }
+
+/** Newer and Older over cursor pages: `cursors[i]` opens page i (the first has none); `next` opens the one after. */
+export function CursorPager({
+  label,
+  cursors,
+  onChange,
+  next,
+}: {
+  label: string;
+  cursors: (string | undefined)[];
+  onChange: (cursors: (string | undefined)[]) => void;
+  next: string | null | undefined;
+}) {
+  return (
+    <nav class="pager" aria-label={label}>
+      <button type="button" disabled={cursors.length === 1} onClick={() => onChange(cursors.slice(0, -1))}>
+        Newer
+      </button>
+      <button type="button" disabled={!next} onClick={() => next && onChange([...cursors, next])}>
+        Older
+      </button>
+    </nav>
+  );
+}

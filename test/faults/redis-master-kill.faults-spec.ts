@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import type { Cluster } from 'ioredis';
 import { settleCheckAndReport } from './support/end-state.js';
-import { busiestMaster, clusterClient, promoted } from './support/cluster.js';
+import { clusterClient, failOverBusiestMaster } from './support/cluster.js';
 import { FAST_ENV, LOAD, Scenario } from './support/scenario.js';
 
 const SCENARIO = 'a Redis Cluster master killed mid-stream; its replica takes over';
@@ -29,19 +27,15 @@ describe(`fault: ${SCENARIO}`, () => {
     const stream = s.stream(n);
     await stream.reached(Math.floor(n * 0.4));
     // The master holding most of this scenario's keys (its jobs, delayed retries and hosts' state).
-    const victim = await busiestMaster(cluster, s.queuePrefix);
-    const killedAt = Date.now();
-    process.kill(victim.pid, 'SIGKILL');
-    const failoverMs = (await promoted(cluster, victim.port)) - killedAt;
-    await promisify(execFile)('bash', ['scripts/redis-cluster.sh', 'node', String(victim.port)]);
+    const failover = await failOverBusiestMaster(cluster, s.queuePrefix);
     const results = await stream.done;
 
     await settleCheckAndReport(s, {
       scenario: SCENARIO,
       file: 'test/faults/redis-master-kill.faults-spec.ts',
-      injected: `a 6-node Redis Cluster (3 masters, 3 replicas, node timeout 2 s), ${SHARDS} queue shards, two workers; at 40% of the stream the master holding most of the scenario's keys (${victim.keys}) killed with SIGKILL, its replica promoted, the killed node started again as a replica`,
+      injected: `a 6-node Redis Cluster (3 masters, 3 replicas, node timeout 2 s), ${SHARDS} queue shards, two workers; at 40% of the stream the master holding most of the scenario's keys (${failover.keysOnKilledMaster}) killed with SIGKILL, its replica promoted, the killed node started again as a replica`,
       results,
-      extra: { keysOnKilledMaster: victim.keys, failoverMs },
+      extra: { ...failover },
     });
   });
 });

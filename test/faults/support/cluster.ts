@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Cluster, type Redis } from 'ioredis';
 import { sleep } from './ports.js';
 import { SHARED_CLUSTER } from './scenario.js';
@@ -9,10 +11,7 @@ export const clusterClient = (): Cluster =>
   );
 
 /** The master with most keys under `prefix`, with its pid. */
-export async function busiestMaster(
-  cluster: Cluster,
-  prefix: string,
-): Promise<{ port: number; pid: number; keys: number }> {
+async function busiestMaster(cluster: Cluster, prefix: string): Promise<{ port: number; pid: number; keys: number }> {
   const counts = await Promise.all(
     cluster.nodes('master').map(async (node: Redis) => {
       const keys = (await node.keys(`${prefix}:*`)).length;
@@ -24,7 +23,7 @@ export async function busiestMaster(
 }
 
 /** When the cluster is whole again without the killed master: another node serves its slots. */
-export async function promoted(cluster: Cluster, killedPort: number): Promise<number> {
+async function promoted(cluster: Cluster, killedPort: number): Promise<number> {
   for (;;) {
     const ok = await Promise.all(
       cluster
@@ -42,4 +41,20 @@ export async function promoted(cluster: Cluster, killedPort: number): Promise<nu
     if (ok.length > 0 && ok.every(Boolean)) return Date.now();
     await sleep(100);
   }
+}
+
+/**
+ * SIGKILLs the master holding most keys under `prefix`, waits for its replica to take its slots, and
+ * starts the killed node again (it rejoins as a replica): its key count and the failover's time.
+ */
+export async function failOverBusiestMaster(
+  cluster: Cluster,
+  prefix: string,
+): Promise<{ keysOnKilledMaster: number; failoverMs: number }> {
+  const victim = await busiestMaster(cluster, prefix);
+  const killedAt = Date.now();
+  process.kill(victim.pid, 'SIGKILL');
+  const failoverMs = (await promoted(cluster, victim.port)) - killedAt;
+  await promisify(execFile)('bash', ['scripts/redis-cluster.sh', 'node', String(victim.port)]);
+  return { keysOnKilledMaster: victim.keys, failoverMs };
 }
