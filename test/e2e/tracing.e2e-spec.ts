@@ -4,7 +4,7 @@ import { DELIVERY_QUEUE, type DeliverJobData } from '../../src/delivery/delivery
 import { OtlpCollector, type CollectedSpan } from '../support/otlp-collector.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { setupWebhook } from '../support/delivery.js';
-import { createTestApp, freePort, type TestApp } from '../support/test-app.js';
+import { createTestApp, freePort, TEST_REDIS_CLUSTER_NODES, type TestApp } from '../support/test-app.js';
 import { ensureBuilt, spawnProcess, type WorkerProcess } from '../support/worker-process.js';
 
 const SERVER = 2;
@@ -77,60 +77,78 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
     expect(exits.map((e) => e.code)).toEqual(processes.map(() => 0));
   }
 
-  it('follows one submission in one trace: request, enqueue, and the worker process claim, send and record', async () => {
-    const { key, calc, secret, marker } = await setup();
-    const api = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
-    const before = receiver.requests.length;
-    await submit(api, key, calc.id, marker);
-    const delivered = await waitFor(() => receiver.requests[before], 15_000, 'the delivery');
-    expect(delivered.body).toContain(marker);
-    // Tracing on, and still no trace context goes to the receiver.
-    expect(Object.keys(delivered.headers).filter((h) => /traceparent|tracestate|baggage/.test(h))).toEqual([]);
-    await stopAll();
-    expect(receiver.requests.length).toBe(before + 1);
+  // On a cluster the job crosses a shard's queue (its own hash tag) and the spans come from Cluster clients.
+  it.each([
+    ['one Redis', {}],
+    ['a Redis Cluster with 4 queue shards', { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES, QUEUE_SHARDS: '4' }],
+  ])(
+    'follows one submission in one trace on %s: request, enqueue, and the worker process claim, send and record',
+    async (_on, redis: Record<string, string>) => {
+      const { key, calc, secret, marker } = await setup();
+      const seen = collector.spans.length;
+      const api = await start({ ...redis, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+      const before = receiver.requests.length;
+      await submit(api, key, calc.id, marker);
+      const delivered = await waitFor(() => receiver.requests[before], 15_000, 'the delivery');
+      expect(delivered.body).toContain(marker);
+      // Tracing on, and still no trace context goes to the receiver.
+      expect(Object.keys(delivered.headers).filter((h) => /traceparent|tracestate|baggage/.test(h))).toEqual([]);
+      await stopAll();
+      expect(receiver.requests.length).toBe(before + 1);
 
-    const enqueue = collector.spans.find((s) => s.name === 'delivery.enqueue' && s.service === 'calc-webhooks-api')!;
-    expect(enqueue).toBeDefined();
-    const trace = collector.spans.filter((s) => s.traceId === enqueue.traceId);
-    const byId = new Map(trace.map((s) => [s.spanId, s]));
-    const one = (name: string, service: string) => {
-      const found = trace.filter((s) => s.name === name && s.service === service);
-      expect(found.map((s) => s.name)).toEqual([name]);
-      return found[0];
-    };
-    // The api's request span (http instrumentation) is the root; the enqueue is within it.
-    const request = trace.find((s) => s.kind === SERVER)!;
-    expect(request).toMatchObject({ service: 'calc-webhooks-api', parentSpanId: '' });
-    expect(request.attributes['http.route']).toBe('/api/v1/calculators/:calculatorId/submissions');
-    const ancestors = (span: CollectedSpan): string[] =>
-      span.parentSpanId && byId.has(span.parentSpanId)
-        ? [span.parentSpanId, ...ancestors(byId.get(span.parentSpanId)!)]
-        : [];
-    expect(ancestors(enqueue)).toContain(request.spanId);
-    expect(enqueue.kind).toBe(PRODUCER);
-    // The worker process continues the trace from the job: its attempt is the enqueue's child.
-    const attempt = one('delivery.attempt', 'calc-webhooks-worker');
-    expect(attempt).toMatchObject({ kind: CONSUMER, parentSpanId: enqueue.spanId });
-    expect(attempt.attributes).toMatchObject({ 'delivery.outcome': 'succeeded', 'delivery.trigger': 'scheduled' });
-    for (const step of ['delivery.connect', 'delivery.claim', 'delivery.send', 'delivery.record']) {
-      expect(one(step, 'calc-webhooks-worker').parentSpanId).toBe(attempt.spanId);
-    }
-    expect(one('delivery.send', 'calc-webhooks-worker').attributes['http.response.status_code']).toBe(200);
-    // The instrumentations' spans are in it too: the submission's INSERT in the api, the claim's query in the worker.
-    const claim = one('delivery.claim', 'calc-webhooks-worker');
-    const pgIn = (service: string) =>
-      trace.filter((s) => s.service === service && s.attributes['db.system.name'] === 'postgresql');
-    expect(pgIn('calc-webhooks-api').length).toBeGreaterThan(0);
-    expect(pgIn('calc-webhooks-worker').some((s) => s.parentSpanId === claim.spanId)).toBe(true);
-    // BullMQ's addBulk (ioredis, imported from ESM) under the enqueue.
-    expect(trace.some((s) => s.parentSpanId === enqueue.spanId && s.attributes['db.system.name'] === 'redis')).toBe(
-      true,
-    );
-    // Nothing secret in any span: not the API key, the webhook secret, nor the submission's content.
-    const exported = JSON.stringify(collector.spans);
-    for (const secretText of [key, secret, secret.replace(/^whsec_/, ''), marker])
-      expect(exported).not.toContain(secretText);
-  }, 90_000);
+      const enqueue = collector.spans
+        .slice(seen)
+        .find((s) => s.name === 'delivery.enqueue' && s.service === 'calc-webhooks-api')!;
+      expect(enqueue).toBeDefined();
+      const trace = collector.spans.slice(seen).filter((s) => s.traceId === enqueue.traceId);
+      const byId = new Map(trace.map((s) => [s.spanId, s]));
+      const one = (name: string, service: string) => {
+        const found = trace.filter((s) => s.name === name && s.service === service);
+        expect(found.map((s) => s.name)).toEqual([name]);
+        return found[0];
+      };
+      // The api's request span (http instrumentation) is the root; the enqueue is within it.
+      const request = trace.find((s) => s.kind === SERVER)!;
+      expect(request).toMatchObject({ service: 'calc-webhooks-api', parentSpanId: '' });
+      expect(request.attributes['http.route']).toBe('/api/v1/calculators/:calculatorId/submissions');
+      const ancestors = (span: CollectedSpan): string[] =>
+        span.parentSpanId && byId.has(span.parentSpanId)
+          ? [span.parentSpanId, ...ancestors(byId.get(span.parentSpanId)!)]
+          : [];
+      expect(ancestors(enqueue)).toContain(request.spanId);
+      expect(enqueue.kind).toBe(PRODUCER);
+      // The worker process continues the trace from the job: its attempt is the enqueue's child.
+      const attempt = one('delivery.attempt', 'calc-webhooks-worker');
+      expect(attempt).toMatchObject({ kind: CONSUMER, parentSpanId: enqueue.spanId });
+      expect(attempt.attributes).toMatchObject({ 'delivery.outcome': 'succeeded', 'delivery.trigger': 'scheduled' });
+      for (const step of ['delivery.connect', 'delivery.claim', 'delivery.send', 'delivery.record']) {
+        expect(one(step, 'calc-webhooks-worker').parentSpanId).toBe(attempt.spanId);
+      }
+      expect(one('delivery.send', 'calc-webhooks-worker').attributes['http.response.status_code']).toBe(200);
+      // The instrumentations' spans are in it too: the submission's INSERT in the api, the claim's query in the worker.
+      const claim = one('delivery.claim', 'calc-webhooks-worker');
+      const pgIn = (service: string) =>
+        trace.filter((s) => s.service === service && s.attributes['db.system.name'] === 'postgresql');
+      expect(pgIn('calc-webhooks-api').length).toBeGreaterThan(0);
+      expect(pgIn('calc-webhooks-worker').some((s) => s.parentSpanId === claim.spanId)).toBe(true);
+      // BullMQ's addBulk (ioredis, imported from ESM) under the enqueue, sent to the Redis or a cluster node.
+      const addBulk = trace.filter(
+        (s) => s.parentSpanId === enqueue.spanId && s.attributes['db.system.name'] === 'redis',
+      );
+      expect(addBulk.length).toBeGreaterThan(0);
+      // A failover may have moved a master to any node of the cluster: on it, anything but the single Redis.
+      const single = Number(new URL(t.config.redisUrl).port || 6379);
+      for (const span of addBulk) {
+        if (redis.REDIS_CLUSTER_NODES) expect(span.attributes['server.port']).not.toBe(single);
+        else expect(span.attributes['server.port']).toBe(single);
+      }
+      // Nothing secret in any span: not the API key, the webhook secret, nor the submission's content.
+      const exported = JSON.stringify(collector.spans);
+      for (const secretText of [key, secret, secret.replace(/^whsec_/, ''), marker])
+        expect(exported).not.toContain(secretText);
+    },
+    90_000,
+  );
 
   it('off: no span is exported and the job carries no trace context', async () => {
     const { key, calc, marker } = await setup();
