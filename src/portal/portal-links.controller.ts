@@ -97,7 +97,7 @@ export class PortalLinksController {
       'Revoking a revoked link changes nothing.',
   })
   @ApiDataResponse(PortalLinkResponse, { description: 'The link, revoked' })
-  @ApiErrorResponses(403, 404)
+  @ApiErrorResponses(400, 403, 404)
   @Audited<PortalLinkResponse>('portal_link.revoked', (_req, { data }) => ({
     targetType: 'portal_link',
     targetId: data.id,
