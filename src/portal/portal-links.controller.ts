@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { Audited, unchanged } from '../audit/audited.js';
@@ -38,6 +38,7 @@ export class PortalLinksController {
 
   @Post()
   @HttpCode(200)
+  @Header('Cache-Control', 'no-store') // the answer carries the token
   @ApiOperation({
     operationId: 'createPortalLink',
     summary: 'Make a single-use link to the console, signed in for the workspace',

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/public.decorator.js';
 import { ApiError } from '../core/http/api-error.js';
@@ -17,6 +17,7 @@ export class PortalSessionsController {
   @Post()
   @HttpCode(200)
   @Public({ perIpLimit: true }) // the token is the credential
+  @Header('Cache-Control', 'no-store') // the answer carries the session credential
   @ApiOperation({
     operationId: 'openPortalSession',
     summary: "Exchange a portal link's token for a session (the console does this)",

@@ -57,7 +57,10 @@ describe('portal links', () => {
     it('makes a read-write link lasting PORTAL_LINK_TTL by default, its token only in the URL fragment', async () => {
       const { api, keyId } = await workspace();
       const before = Date.now();
-      const link = await createPortalLink(api);
+      const res = await api.post('/portal-links'); // no body: the defaults
+      expect(res.headers['cache-control']).toBe('no-store');
+      const link = res.body.data as CreatedPortalLink;
+      expect(keysOf(link)).toEqual([...PORTAL_LINK_KEYS, 'url'].sort());
       const url = new URL(link.url);
       expect(`${url.origin}${url.pathname}`).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/$/);
       expect(url.search).toBe('');
@@ -141,6 +144,7 @@ describe('portal links', () => {
       const link = await createPortalLink(api);
       const res = await exchange(t, tokenOf(link.url));
       expectJson(res, 200);
+      expect(res.headers['cache-control']).toBe('no-store');
       expect(res.body.data).toEqual({
         token: expect.stringMatching(/^acps_/),
         expiresAt: link.expiresAt,
