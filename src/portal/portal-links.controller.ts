@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { Audited, unchanged } from '../audit/audited.js';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
 import { ApiKeyOnly } from '../auth/public.decorator.js';
+import { CONSOLE_PATH } from '../console/console-page.js';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
@@ -23,7 +24,7 @@ function consoleUrl(req: Request, token: string): string {
     .split(',')[0]
     .trim();
   const scheme = forwarded === 'https' || forwarded === 'http' ? forwarded : req.protocol;
-  return `${scheme}://${req.get('host')}/console/#${PORTAL_FRAGMENT}${token}`;
+  return `${scheme}://${req.get('host')}${CONSOLE_PATH}/#${PORTAL_FRAGMENT}${token}`;
 }
 
 /** Portal links (DESIGN 10): made, listed and revoked with an API key only, never from a portal session. */
