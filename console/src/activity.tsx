@@ -14,6 +14,8 @@ const ACTIONS: Record<string, string> = {
   'webhook.secret_rotated': 'Signing secret rotated',
   'delivery.retried': 'Delivery sent again',
   'recovery.started': 'Recovery started',
+  'portal_link.created': 'Portal link made',
+  'portal_link.revoked': 'Portal link revoked',
 };
 
 /** Where an event's target is shown, when the console has a page for it. */
@@ -36,7 +38,8 @@ export function ActivityView() {
     <main>
       <Heading>Activity</Heading>
       <p>
-        Every change made to this workspace through the API, newest first: when, by which API key, and what changed.
+        Every change made to this workspace through the API, newest first: when, by which API key (or portal link), and
+        what changed.
       </p>
       <label>
         Action{' '}
@@ -65,7 +68,7 @@ export function ActivityView() {
               <Field label="Target">
                 <Target event={e} />
               </Field>
-              <Field label="API key">{e.actor.id}</Field>
+              <Field label={e.actor.type === 'portal_link' ? 'Portal link' : 'API key'}>{e.actor.id}</Field>
               {Object.entries(e.changes).map(([field, value]) => (
                 <Field key={field} label={field}>
                   {String(value)}

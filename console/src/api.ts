@@ -1,4 +1,7 @@
-// The public API (DESIGN 3, 4 and 7) as the console calls it: same origin, key in x-ac-api-key only.
+// The public API (DESIGN 3, 4 and 7) as the console calls it: same origin, key in x-ac-api-key only (or,
+// opened by a portal link, its session in x-ac-portal-session: DESIGN 10).
+import { portalSession, type PortalSession } from './portal-session.js';
+import { tabStorage } from './tab-storage.js';
 
 const KEY_STORAGE = 'ac-console-api-key';
 
@@ -102,11 +105,11 @@ export interface RotatedSecret {
   previousKeyExpiresAt: string | null;
 }
 
-/** The key lives in this tab's sessionStorage only: gone when the tab closes or on sign out. */
+/** The key lives in this tab only (tabStorage): gone when the tab closes or on sign out. */
 export const session = {
-  key: (): string | null => sessionStorage.getItem(KEY_STORAGE),
-  signIn: (key: string) => sessionStorage.setItem(KEY_STORAGE, key),
-  signOut: () => sessionStorage.removeItem(KEY_STORAGE),
+  key: (): string | null => tabStorage.get(KEY_STORAGE),
+  signIn: (key: string) => tabStorage.set(KEY_STORAGE, key),
+  signOut: () => tabStorage.remove(KEY_STORAGE),
 };
 
 let onUnauthenticated: () => void = () => undefined;
@@ -116,8 +119,13 @@ export const whenUnauthenticated = (handler: () => void) => {
   onUnauthenticated = handler;
 };
 
+const credential = (key: string | null): Record<string, string> => {
+  const portal = key === null ? portalSession.get() : null;
+  return portal ? { 'x-ac-portal-session': portal.token } : { 'x-ac-api-key': key ?? '' };
+};
+
 async function call<T>(method: string, path: string, body?: unknown, key = session.key()): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json', 'x-ac-api-key': key ?? '' };
+  const headers: Record<string, string> = { accept: 'application/json', ...credential(key) };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`/api/v1${path}`, {
     method,
@@ -153,6 +161,9 @@ export const api = {
   /** Checks a key before it is kept: GET /me answers 401 for a wrong one. */
   checkKey: (key: string) => call<{ data: { id: string; name: string } }>('GET', '/me', undefined, key),
   me: () => data<{ id: string; name: string }>('GET', '/me'),
+  // No credential but the token: a 401 here is the link's, not the tab's session's.
+  openPortalSession: async (token: string) =>
+    (await call<{ data: PortalSession }>('POST', '/portal-sessions', { token }, '')).data,
   calculators: (offset: number) => data<Calculator[]>('GET', `/calculators${query({ limit: 100, offset })}`),
   webhooks: () => data<Webhook[]>('GET', '/webhooks'),
   register: (body: { url: string; name: string; calculators: string[] }) => data<Webhook>('POST', '/webhooks', body),

@@ -1,5 +1,6 @@
 import { api, retried } from './api.js';
 import { duration, time } from './format.js';
+import { Writable } from './portal.js';
 import { href } from './router.js';
 import { Field, Fields, Heading, LoadError, Message, StatusBadge, useAction, useLoad } from './ui.js';
 
@@ -38,19 +39,21 @@ export function DeliveryView({ webhookId, deliveryId }: { webhookId?: string; de
               {d.completedAt && <Field label="Ended">{time(d.completedAt)}</Field>}
             </Fields>
             {d.status !== 'cancelled' && (
-              <button
-                type="button"
-                disabled={action.busy}
-                onClick={() =>
-                  action.run(async () => {
-                    await api.retry(d.webhookId, d.id);
-                    await delivery.reload();
-                    return retried(d.status);
-                  })
-                }
-              >
-                Retry
-              </button>
+              <Writable>
+                <button
+                  type="button"
+                  disabled={action.busy}
+                  onClick={() =>
+                    action.run(async () => {
+                      await api.retry(d.webhookId, d.id);
+                      await delivery.reload();
+                      return retried(d.status);
+                    })
+                  }
+                >
+                  Retry
+                </button>
+              </Writable>
             )}
             <Message message={action.message} />
           </section>

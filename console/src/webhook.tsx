@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, retried, DELIVERY_STATUSES, type Recovery, type RotatedSecret, type Webhook } from './api.js';
 import { fromLocalInput, time, toLocalInput } from './format.js';
+import { Writable } from './portal.js';
 import { href } from './router.js';
 import { Field, Fields, Heading, LoadError, Message, StatusBadge, useAction, useLoad } from './ui.js';
 import { State } from './webhooks.js';
@@ -70,19 +71,23 @@ export function WebhookView({ webhookId }: { webhookId: string }) {
             </>
           )}
         </Fields>
-        <div class="actions">
-          {disabled ? (
-            <ActionButton name="Enable" busy={action.busy} onClick={() => act(enable)} />
-          ) : (
-            <ActionButton name="Disable" busy={action.busy} onClick={() => act(disable)} />
-          )}
-          <ActionButton name="Send test event" busy={action.busy || disabled} onClick={() => act(sendTest)} />
-        </div>
+        <Writable>
+          <div class="actions">
+            {disabled ? (
+              <ActionButton name="Enable" busy={action.busy} onClick={() => act(enable)} />
+            ) : (
+              <ActionButton name="Disable" busy={action.busy} onClick={() => act(disable)} />
+            )}
+            <ActionButton name="Send test event" busy={action.busy || disabled} onClick={() => act(sendTest)} />
+          </div>
+        </Writable>
         <Message message={action.message} />
       </section>
       <Deliveries webhookId={webhookId} changes={changes} />
-      <RotateSecret webhookId={webhookId} />
-      <Recover webhookId={webhookId} disabled={disabled} />
+      <Writable>
+        <RotateSecret webhookId={webhookId} />
+        <Recover webhookId={webhookId} disabled={disabled} />
+      </Writable>
     </main>
   );
 }
@@ -141,20 +146,22 @@ function Deliveries({ webhookId, changes }: { webhookId: string; changes: number
               {d.lastError && <Field label="Last error">{d.lastError}</Field>}
             </Fields>
             {d.status !== 'cancelled' && (
-              <button
-                type="button"
-                aria-describedby={`delivery-${d.id}`}
-                disabled={action.busy}
-                onClick={() =>
-                  action.run(async () => {
-                    await api.retry(webhookId, d.id);
-                    await page.reload();
-                    return retried(d.status);
-                  })
-                }
-              >
-                Retry
-              </button>
+              <Writable>
+                <button
+                  type="button"
+                  aria-describedby={`delivery-${d.id}`}
+                  disabled={action.busy}
+                  onClick={() =>
+                    action.run(async () => {
+                      await api.retry(webhookId, d.id);
+                      await page.reload();
+                      return retried(d.status);
+                    })
+                  }
+                >
+                  Retry
+                </button>
+              </Writable>
             )}
           </li>
         ))}

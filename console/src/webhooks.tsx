@@ -1,6 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { allCalculators, api, type Webhook, type WebhookHealth } from './api.js';
 import { reason, time } from './format.js';
+import { Writable } from './portal.js';
 import { href } from './router.js';
 import { Field, Fields, Heading, LoadError, Message, useAction, useLoad } from './ui.js';
 
@@ -47,14 +48,16 @@ export function WebhooksView() {
               <Field label="Failure streak">{health ? health.consecutiveFailures : 'unknown'}</Field>
               <Field label="Last success">{health ? time(health.lastSuccessAt) : 'unknown'}</Field>
             </Fields>
-            <button
-              type="button"
-              class="danger"
-              aria-describedby={`webhook-${webhook.id}`}
-              onClick={() => setRemoving(webhook)}
-            >
-              Remove
-            </button>
+            <Writable>
+              <button
+                type="button"
+                class="danger"
+                aria-describedby={`webhook-${webhook.id}`}
+                onClick={() => setRemoving(webhook)}
+              >
+                Remove
+              </button>
+            </Writable>
           </li>
         ))}
       </ul>
@@ -72,7 +75,9 @@ export function WebhooksView() {
           }
         />
       )}
-      <RegisterWebhook onRegistered={rows.reload} />
+      <Writable>
+        <RegisterWebhook onRegistered={rows.reload} />
+      </Writable>
     </main>
   );
 }

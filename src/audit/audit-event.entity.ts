@@ -10,11 +10,13 @@ export const AUDIT_ACTIONS = [
   'webhook.secret_rotated',
   'delivery.retried',
   'recovery.started',
+  'portal_link.created',
+  'portal_link.revoked',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** Who made a change: an API key (by id, never the key). */
-export const AUDIT_ACTOR_TYPES = ['api_key'] as const;
+/** Who made a change: an API key (by id, never the key), or a portal session (by its link's id). */
+export const AUDIT_ACTOR_TYPES = ['api_key', 'portal_link'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 @Entity('audit_events')

@@ -6,13 +6,13 @@ export class AuditActor {
   @ApiProperty({ enum: AUDIT_ACTOR_TYPES, description: 'What made the change' })
   type: string;
 
-  @ApiProperty({ description: "The API key's id (never the key)" })
+  @ApiProperty({ description: "The API key's id (never the key), or the portal link's for a portal session" })
   id: string;
 }
 
 @ApiSchema({ name: 'AuditTarget' })
 export class AuditTarget {
-  @ApiProperty({ enum: ['webhook', 'delivery', 'recovery'], description: 'What was changed' })
+  @ApiProperty({ enum: ['webhook', 'delivery', 'recovery', 'portal_link'], description: 'What was changed' })
   type: string;
 
   @ApiProperty({ description: 'Its id' })

@@ -20,7 +20,8 @@ export class AuditEventsController {
     summary: "List the workspace's changes, newest first",
     description:
       'Every change made through the API (webhook created, removed, disabled, enabled, secret rotated; a ' +
-      'delivery retried; a recovery started): when, by which API key (its id), in which request, and what ' +
+      'delivery retried; a recovery started; a portal link created or revoked): when, by which API key (its ' +
+      "id) or portal session (its link's id), in which request, and what " +
       'changed, never a secret. Kept `AUDIT_RETENTION`. Ordered by `occurredAt`, then `id`, both descending; ' +
       'pass `nextCursor` as `cursor` for the next page. Unknown query parameters are ignored.',
   })

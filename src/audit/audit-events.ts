@@ -4,7 +4,7 @@ import { createId } from '@paralleldrive/cuid2';
 import { Repository } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
-import { encodeCursor, type LogPosition } from '../core/http/log-cursor.js';
+import { newestFirstPage, type LogPosition } from '../core/http/log-cursor.js';
 import { ScheduledJob } from '../scheduling/scheduled-job.js';
 import { AuditEventEntity, type AuditAction } from './audit-event.entity.js';
 
@@ -55,24 +55,18 @@ export class AuditEvents {
     workspaceId: string,
     { action, since, until, after, limit }: AuditFilters,
   ): Promise<{ events: AuditEventEntity[]; nextCursor: string | null }> {
-    const query = this.events
-      .createQueryBuilder('e')
-      .where('e.workspace_id = :workspaceId', { workspaceId })
-      .orderBy('e.occurred_at', 'DESC')
-      .addOrderBy('e.id', 'DESC')
-      .limit(limit + 1);
+    const query = this.events.createQueryBuilder('e').where('e.workspace_id = :workspaceId', { workspaceId });
     if (action) query.andWhere('e.action = :action', { action });
     if (since) query.andWhere('e.occurred_at >= :since', { since });
     if (until) query.andWhere('e.occurred_at < :until', { until });
-    if (after) {
-      query.andWhere('(e.occurred_at, e.id) < (:afterAt, :afterId)', { afterAt: after.createdAt, afterId: after.id });
-    }
-    const rows = await query.getMany();
-    const events = rows.slice(0, limit);
-    const last = events.at(-1);
-    const nextCursor =
-      rows.length > limit && last ? encodeCursor(workspaceId, { createdAt: last.occurredAt, id: last.id }) : null;
-    return { events, nextCursor };
+    const { rows, nextCursor } = await newestFirstPage(query, {
+      workspaceId,
+      time: 'occurred_at',
+      after,
+      limit,
+      positionOf: (e) => ({ createdAt: e.occurredAt, id: e.id }),
+    });
+    return { events: rows, nextCursor };
   }
 
   /** Deletes events older than AUDIT_RETENTION in small batches; returns how many. */

@@ -38,7 +38,8 @@ export function unchanged(request: Request): void {
 }
 
 /**
- * The route's successful changes are audit events (DESIGN 10): the action, the API key's id, the request
+ * The route's successful changes are audit events (DESIGN 10): the action, the actor (an API key's id, or
+ * the portal link's of a portal session), the request
  * id and what `describe` reads from the request and the answer (null: nothing changed, no event).
  */
 export const Audited = <A>(
@@ -80,8 +81,8 @@ export class AuditInterceptor implements NestInterceptor {
       await this.events.record({
         workspaceId: request.workspace.id,
         action,
-        actorType: 'api_key',
-        actorId: request.apiKeyId,
+        actorType: request.actor.type,
+        actorId: request.actor.id,
         requestId: typeof request.id === 'string' ? request.id : null,
         targetType: change.targetType,
         targetId: change.targetId,

@@ -5,7 +5,7 @@ import { ApiError } from '../core/http/api-error.js';
 import { PER_IP, PER_KEY_MINUTE, PER_KEY_SECOND } from '../core/security/rate-limit.module.js';
 import { presentedKeyHash } from './api-key.js';
 import type { AuthenticatedRequest } from './current-workspace.decorator.js';
-import { IS_PUBLIC } from './public.decorator.js';
+import { IS_PUBLIC, PUBLIC_PER_IP_LIMITED } from './public.decorator.js';
 
 const { ThrottlerGuard } = await import('@nestjs/throttler'); // see core/security/rate-limit.module.ts
 
@@ -44,21 +44,22 @@ abstract class ScopedThrottlerGuard extends ThrottlerGuard {
     );
   }
 
-  protected isPublic(context: ExecutionContext): boolean {
-    return this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]) ?? false;
+  protected publicRoute(context: ExecutionContext): boolean | typeof PUBLIC_PER_IP_LIMITED {
+    return this.reflector.getAllAndOverride(IS_PUBLIC, [context.getHandler(), context.getClass()]) ?? false;
   }
 }
 
 /**
  * Requests per client IP, counted before authentication: a client presenting a new made-up key on
- * every request is limited here. Probes and scrapes (public routes) are never limited.
+ * every request is limited here. Probes and scrapes (public routes) are never limited; the portal link
+ * exchange, public but checking a token, is.
  */
 @Injectable()
 export class IpThrottlerGuard extends ScopedThrottlerGuard {
   protected readonly names = [PER_IP];
 
   protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
-    return Promise.resolve(this.isPublic(context));
+    return Promise.resolve(this.publicRoute(context) === true);
   }
 
   protected override getTracker(req: Request): Promise<string> {
@@ -66,17 +67,20 @@ export class IpThrottlerGuard extends ScopedThrottlerGuard {
   }
 }
 
-/** Requests per API key, counted after authentication under the SHA-256 of the key (never the key). */
+/**
+ * Requests per API key, counted after authentication under the SHA-256 of the key (never the key); a
+ * portal session's under the id of its link.
+ */
 @Injectable()
 export class KeyThrottlerGuard extends ScopedThrottlerGuard {
   protected readonly names = [PER_KEY_MINUTE, PER_KEY_SECOND];
 
   protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<Request & Partial<AuthenticatedRequest>>();
-    return Promise.resolve(this.isPublic(context) || !req.workspace);
+    return Promise.resolve(this.publicRoute(context) !== false || !req.workspace);
   }
 
-  protected override getTracker(req: Request): Promise<string> {
-    return Promise.resolve(`key:${presentedKeyHash(req)}`);
+  protected override getTracker(req: Request & AuthenticatedRequest): Promise<string> {
+    return Promise.resolve(req.actor.type === 'api_key' ? `key:${presentedKeyHash(req)}` : `portal:${req.actor.id}`);
   }
 }

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { AppConfig } from '../core/config/config.js';
+import { APP_CONFIG } from '../core/config/config.module.js';
 import { consoleSecurityHeaders } from '../core/security/security-headers.js';
 
 export const CONSOLE_PATH = '/console';
@@ -11,10 +13,10 @@ const CONSOLE_ASSETS = fileURLToPath(new URL('../../dist/public/console', import
 
 /**
  * The console (DESIGN 8) at /console: static files of the same origin, under their own strict CSP; the
- * API's JSON responses keep theirs. The page calls the public API with the key the person gives it.
+ * API's JSON responses keep theirs. The page calls the public API with the key the person gives it, or a portal session.
  */
 export function mountConsole(app: NestExpressApplication): void {
-  app.use(CONSOLE_PATH, consoleSecurityHeaders());
+  app.use(CONSOLE_PATH, consoleSecurityHeaders(app.get<AppConfig>(APP_CONFIG).portalFrameAncestors));
   if (!existsSync(CONSOLE_ASSETS)) return; // not built: /console is a 404 like any unknown path
   app.useStaticAssets(CONSOLE_ASSETS, {
     prefix: CONSOLE_PATH,

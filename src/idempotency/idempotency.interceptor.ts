@@ -1,4 +1,5 @@
-import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { from, lastValueFrom, type Observable } from 'rxjs';
@@ -37,6 +38,12 @@ const inProgress = () =>
     { 'Retry-After': '1' },
   );
 
+const KEPT_BODY = Symbol('idempotency:keptBody');
+type KeepBody = (body: never) => unknown;
+
+/** What of the route's answer is kept for a replay, when not all of it may be stored (a token shown once). */
+export const KeepForReplay = <T>(keep: (body: T) => unknown) => SetMetadata(KEPT_BODY, keep);
+
 /** 5xx answers (a 503 from a database timeout included) are not kept: the client's retry runs again. */
 function answerOf(outcome: { body: unknown } | { error: unknown }, status: number): KeptAnswer | null {
   if ('body' in outcome) {
@@ -58,7 +65,10 @@ function answerOf(outcome: { body: unknown } | { error: unknown }, status: numbe
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
 
-  constructor(private readonly keys: IdempotencyKeysService) {}
+  constructor(
+    private readonly keys: IdempotencyKeysService,
+    private readonly reflector: Reflector,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
@@ -70,14 +80,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (key === null || path.length > MAX_PATH_LENGTH) return next.handle();
     const request = { workspaceId: req.workspace.id, key, method: req.method, path, bodyHash: bodyHash(req.body) };
     const res = context.switchToHttp().getResponse<Response>();
-    return from(this.once(request, res, next));
+    const keep = this.reflector.get<KeepBody | undefined>(KEPT_BODY, context.getHandler());
+    return from(this.once(request, res, next, keep));
   }
 
-  private async once(request: IdempotentRequest, res: Response, next: CallHandler): Promise<unknown> {
+  private async once(request: IdempotentRequest, res: Response, next: CallHandler, keep?: KeepBody): Promise<unknown> {
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
       const claimedAt = await this.keys.claim(request);
-      if (claimedAt) return this.first(request, claimedAt, res, next);
+      if (claimedAt) return this.first(request, claimedAt, res, next, keep);
       const kept = await this.keys.find(request.workspaceId, request.key);
       if (!kept) continue; // released (a 5xx) or expired and purged since the claim: claim again
       if (!sameRequest(kept, request)) throw reused();
@@ -88,14 +99,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Runs the request and keeps its answer; the handler's promise is awaited here, so a client gone away does not leave the key unanswered. */
-  private async first(request: IdempotentRequest, claimedAt: Date, res: Response, next: CallHandler): Promise<unknown> {
+  private async first(
+    request: IdempotentRequest,
+    claimedAt: Date,
+    res: Response,
+    next: CallHandler,
+    keep: KeepBody = (body) => body,
+  ): Promise<unknown> {
     let outcome: { body: unknown } | { error: unknown };
     try {
       outcome = { body: await lastValueFrom(next.handle(), { defaultValue: undefined }) };
     } catch (error) {
       outcome = { error };
     }
-    const answer = answerOf(outcome, res.statusCode);
+    const answer = answerOf('body' in outcome ? { body: keep(outcome.body as never) } : outcome, res.statusCode);
     try {
       if (answer) await this.keys.answer(request, claimedAt, answer);
       else await this.keys.release(request, claimedAt);

@@ -27,7 +27,12 @@ export const ERROR_RESPONSES = {
   401: {
     code: 'not_authenticated',
     schema: 'NotAuthenticatedError',
-    description: 'Missing, unknown or revoked API key.',
+    description: 'Missing, unknown or revoked API key (or portal session: expired, or its link revoked).',
+  },
+  403: {
+    code: 'forbidden',
+    schema: 'ForbiddenError',
+    description: 'A portal session asked for what it may not do: a write in a read-only session, or a portal link.',
   },
   404: { code: 'not_found', schema: 'NotFoundError', description: "Unknown id, or another workspace's." },
   405: {

@@ -3,17 +3,21 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { API_MODULES } from '../app.module.js';
 import { API_KEY_HEADER } from '../auth/api-key.js';
+import { PORTAL_SESSION_HEADER } from '../portal/portal-token.js';
 import { apiSecurityHeaders, uiSecurityHeaders } from '../core/security/security-headers.js';
 import { COMMON_ERROR_STATUSES, errorResponse, errorSchemas } from './error-responses.js';
 import { addIdempotencyKey } from './idempotency-key.js';
 import { addOutgoingWebhooks } from './outgoing-webhook.js';
 
 const API_KEY_SCHEME = 'apiKey';
+const PORTAL_SESSION_SCHEME = 'portalSession';
 
 const DESCRIPTION = [
   'Manage the webhooks and calculators of the workspace an API key belongs to.',
   '',
-  `Every operation needs the key in the \`${API_KEY_HEADER}\` header. Errors are JSON`,
+  `Every operation needs the key in the \`${API_KEY_HEADER}\` header, or a portal session in`,
+  `\`${PORTAL_SESSION_HEADER}\` (see createPortalLink; not for portal links, and read-only ones may not write:`,
+  '403 `forbidden`). Errors are JSON',
   '`{ "error": { "code", "message", "details"? } }` (a 400 on GET /webhooks excepted, which is an empty',
   '`text/plain` body). A method a path does not take is answered with 405 `method_not_allowed`',
   '(`MethodNotAllowedError`) and an `Allow` header.',
@@ -68,6 +72,29 @@ function addUnsupportedWebhookUpdates(document: OpenAPIObject): void {
 }
 
 /**
+ * DESIGN 10: a read-only portal session may not write, so any write may answer 403; the portal-link
+ * operations take an API key only, and the exchange no credential but its token (nor an Idempotency-Key:
+ * the keys are a workspace's, and the exchange is single-use by itself).
+ */
+function describePortalAccess(document: OpenAPIObject): void {
+  for (const pathItem of Object.values(document.paths)) {
+    for (const method of ['post', 'put', 'patch', 'delete'] as const) {
+      const operation = pathItem[method];
+      // An operation with no security (a 405 answered before any guard) never meets a session.
+      if (operation && operation.security?.length !== 0) operation.responses[403] ??= errorResponse(403);
+    }
+  }
+  for (const path of ['/portal-links', '/portal-links/{portalLinkId}']) {
+    for (const operation of Object.values(document.paths[path])) operation.security = [{ [API_KEY_SCHEME]: [] }];
+  }
+  const exchange = document.paths['/portal-sessions'].post!;
+  exchange.security = [];
+  delete exchange.responses[403];
+  exchange.parameters = exchange.parameters?.filter((p) => !('name' in p) || p.name !== 'Idempotency-Key');
+  delete exchange.responses[409];
+}
+
+/**
  * Paths relative to the `/<prefix>` server: the router mounts the API modules under it (a preview
  * app, which the OpenAPI writer builds without any connection, has not applied the router's prefix).
  */
@@ -91,9 +118,12 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
     .addTag('workspace', 'The workspace the API key belongs to')
     .addTag('submissions', 'Extension: how submissions enter (server-side integrations)')
     .addTag('deliveries', 'Extension: the delivery log of a webhook, and manual redelivery')
+    .addTag('portal', 'Extension: single-use links to the console, signed in for the workspace')
     .addServer(`/${prefix}`)
     .addApiKey({ type: 'apiKey', in: 'header', name: API_KEY_HEADER }, API_KEY_SCHEME)
+    .addApiKey({ type: 'apiKey', in: 'header', name: PORTAL_SESSION_HEADER }, PORTAL_SESSION_SCHEME)
     .addSecurityRequirements(API_KEY_SCHEME)
+    .addSecurityRequirements(PORTAL_SESSION_SCHEME)
     .build();
   config.components = { ...config.components, schemas: errorSchemas() };
   const document = SwaggerModule.createDocument(app, config, { include: API_MODULES });
@@ -101,6 +131,7 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
   addCommonErrors(document);
   addUnsupportedWebhookUpdates(document);
   addIdempotencyKey(document);
+  describePortalAccess(document);
   addOutgoingWebhooks(document);
   closeObjectSchemas(document.paths);
   closeObjectSchemas(document.components);

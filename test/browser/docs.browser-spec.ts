@@ -43,9 +43,11 @@ describe('API reference page /api/v1/docs', () => {
     const { workspace, key } = await createWorkspace(t, 'Browser workspace');
 
     await page.locator('.auth-wrapper .btn.authorize').click();
-    await page.locator('.auth-container input').fill(key);
-    await page.locator('.auth-btn-wrapper .btn.authorize').click();
-    await page.locator('.auth-btn-wrapper .btn-done').click();
+    // The API key's form; the other scheme is a portal session's.
+    const apiKeyForm = page.locator('.auth-container form').filter({ hasText: 'x-ac-api-key' });
+    await apiKeyForm.locator('input').fill(key);
+    await apiKeyForm.locator('.auth-btn-wrapper .btn.authorize').click();
+    await apiKeyForm.locator('.auth-btn-wrapper .btn-done').click();
 
     const operation = page.locator('#operations-workspace-getCurrentWorkspace');
     await operation.locator('.opblock-summary').first().click();

@@ -2,6 +2,7 @@ import type { Test } from 'supertest';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import { API, client, registerWebhook } from '../support/management-api.js';
+import { createPortalLink, exchange, sessionClient, tokenOf } from '../support/portal.js';
 import { waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
@@ -120,5 +121,35 @@ describe('API keys in request logs (LOG_LEVEL=trace)', () => {
       expect(line.raw).toContain('"idempotency-key":"[Redacted]"');
     }
     expect(lines.filter((line) => line.includes('jane.doe'))).toEqual([]);
+  });
+
+  it("never carry a portal link's token or its session credential, whatever the outcome", async () => {
+    const { workspace, key } = await createWorkspace(t);
+    const api = client(t, key);
+    const calculator = await createCalculator(t, workspace.id);
+    const link = await createPortalLink(api, { readOnly: true });
+    const token = tokenOf(link.url);
+    const opened = await exchange(t, token);
+    const session: string = opened.body.data.token;
+    const portal = sessionClient(t, session);
+    const answers = [
+      opened,
+      await exchange(t, token), // used: 401
+      await portal.get('/webhooks'),
+      await portal.post('/webhooks', { url: 'https://receiver.example.com/h', calculators: [calculator.id] }), // 403
+      await portal.get(`/webhooks/${session}`),
+      await t.http().get(`${API}/webhooks?session=${session}&portal=${token}`),
+      await t.http().post(`${API}/portal-sessions`).type('json').send(`{"token":"${token}"`), // bad JSON
+      await api.delete(`/portal-links/${link.id}`),
+      await portal.get('/webhooks'), // revoked: 401
+    ];
+    expect(answers.map((res) => res.status)).toEqual([200, 401, 200, 403, 404, 401, 400, 200, 401]);
+    for (const res of answers) {
+      expect((await requestLine(res.headers['x-request-id'])).res?.statusCode).toBe(res.status);
+      expect(JSON.stringify(res.body)).not.toContain(token.slice(5));
+    }
+    for (const secret of [token.slice(5), session.slice(5)]) {
+      expect(lines.filter((line) => line.includes(secret))).toEqual([]);
+    }
   });
 });

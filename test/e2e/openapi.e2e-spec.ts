@@ -66,11 +66,18 @@ const EXTENSION_OPERATIONS = [
   'POST /webhooks/{webhookId}/test',
   'POST /webhooks/{webhookId}/secret/rotate',
   'GET /audit-events',
+  'POST /portal-links',
+  'GET /portal-links',
+  'DELETE /portal-links/{portalLinkId}',
+  'POST /portal-sessions',
 ];
 /** Documented only for their 405: a webhook has no update (DESIGN 3). */
 const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}', 'PATCH /webhooks/{webhookId}'];
-/** Answered by the rate limiter, the exception filter and the Idempotency-Key check (every POST), so documented on every operation but exercised once. */
-const SAMPLED_STATUSES = ['409', '429', '500', '503'];
+/**
+ * Answered by the rate limiter, the exception filter, the Idempotency-Key check (every POST) and the guard's
+ * refusal of a portal session (every write), so documented on every operation but exercised once.
+ */
+const SAMPLED_STATUSES = ['403', '409', '429', '500', '503'];
 
 const pointer = (...segments: string[]) => segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
@@ -168,11 +175,23 @@ describe('OpenAPI document', () => {
       expect(doc.servers).toEqual([{ url: '/api/v1' }]);
     });
 
-    it('applies the x-ac-api-key scheme to every operation', () => {
+    it('applies the x-ac-api-key scheme, or a portal session, to every operation but the portal ones', () => {
       expect(doc.components.securitySchemes).toEqual({
         apiKey: { type: 'apiKey', in: 'header', name: 'x-ac-api-key' },
+        portalSession: { type: 'apiKey', in: 'header', name: 'x-ac-portal-session' },
       });
-      expect(doc.security).toEqual([{ apiKey: [] }]);
+      expect(doc.security).toEqual([{ apiKey: [] }, { portalSession: [] }]);
+      const security = (operation: string) => {
+        const [method, path] = operation.split(' ');
+        return (doc.paths[path][method.toLowerCase() as Method] as Operation & { security?: unknown }).security;
+      };
+      for (const operation of ['POST /portal-links', 'GET /portal-links', 'DELETE /portal-links/{portalLinkId}']) {
+        expect(security(operation)).toEqual([{ apiKey: [] }]);
+      }
+      expect(security('POST /portal-sessions')).toEqual([]);
+      const exchange = doc.paths['/portal-sessions'].post!;
+      expect(exchange.parameters ?? []).toEqual([]);
+      expect(Object.keys(exchange.responses).sort()).toEqual(['200', '400', '401', '413', '429', '500', '503']);
     });
 
     it('lists exactly the six spec operations and the extensions, and the unsupported updates', () => {
@@ -511,6 +530,43 @@ describe('OpenAPI document', () => {
       conformance.check(await api.post(`${own}/enable`), op('enable'));
     });
 
+    it('portal links, their exchange, and a portal session refused (403)', async () => {
+      const create = 'POST /portal-links';
+      const list = 'GET /portal-links';
+      const revoke = 'DELETE /portal-links/{portalLinkId}';
+      const open = 'POST /portal-sessions';
+      const huge = { x: 'x'.repeat(1024 * 1024 + 1) };
+      const made = await api.post('/portal-links', { readOnly: true });
+      conformance.check(made, create);
+      conformance.check(await api.post('/portal-links', { expiresIn: 'soon' }), create);
+      conformance.check(await api.post('/portal-links', huge), create);
+      conformance.check(await api.get('/portal-links'), list);
+      conformance.check(await api.get('/portal-links?cursor=bogus'), list);
+
+      const token = new URL(made.body.data.url as string).hash.slice('#portal='.length);
+      const opened = await t.http().post('/api/v1/portal-sessions').send({ token });
+      conformance.check(opened, open);
+      conformance.check(await t.http().post('/api/v1/portal-sessions').send({ token }), open); // used: 401
+      conformance.check(await t.http().post('/api/v1/portal-sessions').send({}), open);
+      conformance.check(
+        await t
+          .http()
+          .post('/api/v1/portal-sessions')
+          .send({ token, ...huge }),
+        open,
+      );
+      const readOnly = client(t, opened.body.data.token as string, 'x-ac-portal-session');
+      const refused = await readOnly.post('/webhooks', { url: receiver.url, calculators: [calculatorId] });
+      expect(refused.status).toBe(403);
+      conformance.check(refused, 'POST /webhooks');
+      conformance.check(await readOnly.get('/portal-links'), list);
+
+      const own = `/portal-links/${made.body.data.id}`;
+      conformance.check(await api.delete(own).set('content-type', 'text/plain').send('x'), revoke);
+      conformance.check(await api.delete(own), revoke);
+      conformance.check(await api.delete('/portal-links/unknownlink'), revoke);
+    });
+
     it('DELETE /webhooks/{webhookId}', async () => {
       const op = 'DELETE /webhooks/{webhookId}';
       conformance.check(await api.delete(`/webhooks/${webhookId}`).set('content-type', 'text/plain').send('x'), op);
@@ -525,6 +581,7 @@ describe('OpenAPI document', () => {
         '{calculatorId}': 'unknowncalculator',
         '{deliveryId}': 'unknowndelivery',
         '{recoveryId}': 'unknownrecovery',
+        '{portalLinkId}': 'unknownlink',
       };
       for (const operation of operationsOf(doc).filter((o) => !UNSUPPORTED_OPERATIONS.includes(o))) {
         const [method, template] = operation.split(' ');
@@ -655,7 +712,8 @@ describe('OpenAPI document', () => {
     const expected = conformance
       .documented()
       .filter((r) => !SAMPLED_STATUSES.includes(r.split(' ')[2]))
-      .concat(['GET /me 429', 'GET /webhooks 500', 'GET /webhooks 503', 'POST /webhooks 409']);
+      .concat(['GET /me 429', 'GET /webhooks 500', 'GET /webhooks 503', 'POST /webhooks 409', 'POST /webhooks 403'])
+      .concat(['GET /portal-links 403']);
     expect([...conformance.seen].sort()).toEqual(expected.sort());
   });
 });

@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
-import { API, expectError, expectJson, expectNotAuthenticated } from '../support/management-api.js';
+import { API, client, expectError, expectJson, expectNotAuthenticated } from '../support/management-api.js';
+import { createPortalLink, exchange, openSession, sessionClient } from '../support/portal.js';
 import { untilClock } from '../support/receiver.js';
 import {
   createReplica as replicaOf,
@@ -99,6 +100,22 @@ describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
     }
   });
 
+  it('counts a portal session under its link, apart from the key that made it', async () => {
+    const { key } = await createWorkspace(t);
+    const link = await createPortalLink(client(t, key));
+    const session = sessionClient(t, await openSession(t, link));
+    for (let i = 0; i < LIMIT; i++) expectJson(await session.get('/webhooks'), 200);
+    expectRateLimited(await session.get('/webhooks'), 60);
+    expectJson(await me(t.app, key), 200);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const names = await redis.keys(`${t.config.queuePrefix}:ratelimit:*`);
+      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:default:portal:${link.id}`);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('counts nothing for a key that fails authentication', async () => {
     const { key } = await createWorkspace(t);
     const wrong = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
@@ -136,6 +153,8 @@ describe('rate limiting per client IP (RATE_LIMIT_PER_IP_PER_MINUTE=20), before 
     for (let i = 0; i < IP_LIMIT; i++) {
       expect((await request(t.app.getHttpServer()).get('/healthz')).status).toBe(200);
     }
+    // Public too, but checking a token of its own: guesses are counted like made-up keys.
+    expectRateLimited(await exchange(t, generateApiKey().key.replace(/^ack_/, 'acpl_')), 60);
   });
 });
 

@@ -38,13 +38,13 @@ export const keysOf = (value: object): string[] => Object.keys(value).sort();
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** Requests to the API with one workspace's key. */
-export function client(t: TestApp, key: string) {
+/** Requests to the API with one workspace's key (or, in `header`, another credential: a portal session). */
+export function client(t: TestApp, key: string, header = API_KEY_HEADER) {
   const request = (method: Method, path: string) =>
     t
       .http()
       [method](API + path)
-      .set(API_KEY_HEADER, key);
+      .set(header, key);
   return {
     request,
     get: (path: string) => request('get', path),

@@ -69,9 +69,28 @@ describe('loadConfig', () => {
     ['HTTP_REQUEST_TIMEOUT_MS', '2h'],
     ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '-5'],
     ['HTTP_HEADERS_TIMEOUT_MS', '40000'], // longer than the request's 30 s
+    ['PORTAL_LINK_TTL', '1 hour'],
+    ['PORTAL_LINK_TTL', '30s'], // shorter than a minute
+    ['PORTAL_LINK_TTL', '31d'],
+    ['PORTAL_FRAME_ANCESTORS', 'https://a.example.com; script-src *'],
+    ['PORTAL_FRAME_ANCESTORS', 'https://a.example.com/path'],
+    ['PORTAL_FRAME_ANCESTORS', '*'],
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('lasts portal links 1 h at most and lets no page frame the console by default', () => {
+    expect(loadConfig({})).toMatchObject({ portalLinkTtlMs: 3_600_000, portalFrameAncestors: [] });
+    expect(
+      loadConfig({
+        PORTAL_LINK_TTL: '15m',
+        PORTAL_FRAME_ANCESTORS: " https://app.example.com  'self' http://*.b.test:8080 ",
+      }),
+    ).toMatchObject({
+      portalLinkTtlMs: 900_000,
+      portalFrameAncestors: ['https://app.example.com', "'self'", 'http://*.b.test:8080'],
+    });
   });
 
   it('takes a queue prefix in braces, a Redis Cluster hash tag', () => {

@@ -141,6 +141,15 @@ export class EnvironmentVariables {
   @Matches(DURATION, { message: DURATION_MESSAGE })
   AUDIT_RETENTION = '365d';
 
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  PORTAL_LINK_TTL = '1h';
+
+  // Who may frame the console (CSP frame-ancestors): origins or 'self', space-separated; empty = nobody.
+  @Matches(/^\s*((https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?|'self')(\s+|$))*$/, {
+    message: "must be space-separated origins such as https://app.example.com or 'self' (no path, no ;)",
+  })
+  PORTAL_FRAME_ANCESTORS = '';
+
   @Transform(int)
   @IntRange(1, 100000)
   MAX_WEBHOOKS_PER_WORKSPACE = 100;
@@ -235,6 +244,10 @@ export interface AppConfig {
   deliveryRetentionMs: number;
   /** How long audit events are kept (AUDIT_RETENTION, DESIGN 10). */
   auditRetentionMs: number;
+  /** The longest a portal link, and the console session it opens, lasts (PORTAL_LINK_TTL, DESIGN 10). */
+  portalLinkTtlMs: number;
+  /** Sources allowed to frame the console (CSP frame-ancestors); empty = none. */
+  portalFrameAncestors: string[];
   maxWebhooksPerWorkspace: number;
   seedDemo: boolean;
   logLevel: string;
@@ -306,6 +319,12 @@ function hostLimit(initial: number, min: number, max: number): AppConfig['hostLi
   return { initial: Math.min(max, Math.max(min, initial)), min, max };
 }
 
+function portalLinkTtl(value: string): number {
+  const ms = parseDuration(value);
+  if (ms < 60_000 || ms > 30 * 86_400_000) throw new ConfigError('PORTAL_LINK_TTL: must be from 1m to 30d');
+  return ms;
+}
+
 function tracing(env: EnvironmentVariables): AppConfig['tracing'] {
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT === '' || optionalBool('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false)) {
     return null;
@@ -364,6 +383,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     deliveryRetentionMs: parseDuration(env.DELIVERY_RETENTION),
     auditRetentionMs: parseDuration(env.AUDIT_RETENTION),
+    portalLinkTtlMs: portalLinkTtl(env.PORTAL_LINK_TTL),
+    portalFrameAncestors: env.PORTAL_FRAME_ANCESTORS.split(/\s+/).filter(Boolean),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),
     logLevel: env.LOG_LEVEL,

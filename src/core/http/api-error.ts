@@ -3,6 +3,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'idempotency_key_in_progress'
   | 'not_authenticated'
+  | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
@@ -45,6 +46,10 @@ export class ApiError extends Error {
 
   static notAuthenticated(message: string): ApiError {
     return new ApiError(401, 'not_authenticated', message);
+  }
+
+  static forbidden(message: string): ApiError {
+    return new ApiError(403, 'forbidden', message);
   }
 
   toBody(): ErrorBody {

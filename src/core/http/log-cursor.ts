@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ApiError } from './api-error.js';
 import { isCuid2 } from '../ids.js';
 
@@ -30,4 +31,38 @@ export function decodeCursor(workspaceId: string, raw: string | undefined): LogP
     throw ApiError.invalidField('cursor', CURSOR_MESSAGE);
   }
   return { createdAt: new Date(Number(match[1])), id: match[2] };
+}
+
+/**
+ * A page of a workspace's log newest first by (`time`, id), `query` already scoped to the workspace and
+ * filtered; the keyset its index serves. `positionOf` reads a row's position for the next page's cursor.
+ */
+export async function newestFirstPage<T extends ObjectLiteral>(
+  query: SelectQueryBuilder<T>,
+  { workspaceId, time, after, limit, positionOf }: NewestFirst<T>,
+): Promise<{ rows: T[]; nextCursor: string | null }> {
+  const alias = query.alias;
+  query
+    .orderBy(`${alias}.${time}`, 'DESC')
+    .addOrderBy(`${alias}.id`, 'DESC')
+    .limit(limit + 1);
+  if (after) {
+    query.andWhere(`(${alias}.${time}, ${alias}.id) < (:afterAt, :afterId)`, {
+      afterAt: after.createdAt,
+      afterId: after.id,
+    });
+  }
+  const found = await query.getMany();
+  const rows = found.slice(0, limit);
+  const last = rows.at(-1);
+  return { rows, nextCursor: found.length > limit && last ? encodeCursor(workspaceId, positionOf(last)) : null };
+}
+
+interface NewestFirst<T> {
+  workspaceId: string;
+  /** The time column, as SQL names it. */
+  time: string;
+  after?: LogPosition;
+  limit: number;
+  positionOf: (row: T) => LogPosition;
 }

@@ -8,6 +8,9 @@ describe('log redaction', () => {
     expect(redactKeys('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=')).toBe(REDACTED);
     expect(redactKeys(KEY.replaceAll('_', '%5F'))).toBe(REDACTED);
     expect(redactKeys('/api/v1/webhooks/wh_123')).toBe('/api/v1/webhooks/wh_123');
+    // A portal link's token and a portal session's credential.
+    expect(redactKeys('#portal=acpl_Xnq9QuU3SLc3NLfh3qwp8A_NsSpCMrEywFi29dAdNCY')).toBe(`#portal=${REDACTED}`);
+    expect(redactKeys('acps_GGi_4x12DAHIZ5PXOUavPC1dtSJ92-y-OgcHbaPVb5c')).toBe(REDACTED);
   });
 
   it('censors credential-named query parameters and key-shaped values in a URL', () => {

@@ -2,8 +2,9 @@ export const REDACTED = '[Redacted]';
 
 // A header or query parameter whose name says it may carry a credential loses its whole value.
 const SENSITIVE_NAME = /key|token|secret|auth|cookie|passw|session/i;
-// An API key (`ack_...`) or signing secret (`whsec_...`) anywhere else: in a path, a value, a name.
-const KEY_SHAPED = /(?:ack|whsec)_[\w+/=-]*/gi;
+// An API key (`ack_...`), signing secret (`whsec_...`), portal link token (`acpl_...`) or portal session
+// (`acps_...`) anywhere else: in a path, a value, a name.
+const KEY_SHAPED = /(?:ack|whsec|acpl|acps)_[\w+/=-]*/gi;
 
 type Values = Record<string, unknown>;
 

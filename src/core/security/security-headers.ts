@@ -21,7 +21,8 @@ const UI_CSP = {
   },
 } as const;
 
-// The console (DESIGN 8): its own scripts, styles and API only; no inline code, no eval, never framed.
+// The console (DESIGN 8): its own scripts, styles and API only; no inline code, no eval; framed only by
+// the PORTAL_FRAME_ANCESTORS (DESIGN 10), by nobody when there are none.
 const CONSOLE_CSP = {
   useDefaults: false,
   directives: {
@@ -44,10 +45,16 @@ export const apiSecurityHeaders = (): RequestHandler =>
 export const uiSecurityHeaders = (): RequestHandler =>
   helmet({ contentSecurityPolicy: UI_CSP, xFrameOptions: { action: 'deny' } });
 
-/** helmet's headers for the console: a strict CSP, no referrer (its hash names webhooks and deliveries). */
-export const consoleSecurityHeaders = (): RequestHandler =>
+/**
+ * helmet's headers for the console: a strict CSP, no referrer (its hash names webhooks and deliveries).
+ * X-Frame-Options cannot name origins, so with embedders allowed only frame-ancestors speaks.
+ */
+export const consoleSecurityHeaders = (frameAncestors: string[]): RequestHandler =>
   helmet({
-    contentSecurityPolicy: CONSOLE_CSP,
-    xFrameOptions: { action: 'deny' },
+    contentSecurityPolicy:
+      frameAncestors.length === 0
+        ? CONSOLE_CSP
+        : { ...CONSOLE_CSP, directives: { ...CONSOLE_CSP.directives, frameAncestors } },
+    xFrameOptions: frameAncestors.length === 0 ? { action: 'deny' } : false,
     referrerPolicy: { policy: 'no-referrer' },
   });
