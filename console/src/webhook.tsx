@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, retried, DELIVERY_STATUSES, type Recovery, type RotatedSecret, type Webhook } from './api.js';
 import { fromLocalInput, time, toLocalInput } from './format.js';
 import { href } from './router.js';
+import { Settings } from './settings.js';
 import { Field, Fields, Heading, LoadError, Message, StatusBadge, useAction, useLoad } from './ui.js';
 import { State } from './webhooks.js';
 
@@ -81,6 +82,7 @@ export function WebhookView({ webhookId }: { webhookId: string }) {
         <Message message={action.message} />
       </section>
       <Deliveries webhookId={webhookId} changes={changes} />
+      <Settings webhookId={webhookId} onRenamed={() => void webhook.reload()} />
       <RotateSecret webhookId={webhookId} />
       <Recover webhookId={webhookId} disabled={disabled} />
     </main>
