@@ -73,16 +73,16 @@ describe('admission: per webhook and per host', () => {
   });
 
   it('holds a webhook to its own cap (its maxInFlight), above or below the default, waiters included', async () => {
-    expect(await enter('h11', 'o1', 'hook-one', 'ws', 1)).toBe(0);
-    expect(await enter('h11', 'o2', 'hook-one', 'ws', 1)).toBeGreaterThan(0);
-    expect(await enter('h11', 't1', 'hook-three', 'ws', 3)).toBe(0);
-    expect(await enter('h11', 't2', 'hook-three', 'ws', 3)).toBe(0);
-    expect(await enter('h11', 't3', 'hook-three', 'ws', 3)).toBeGreaterThan(0); // the host's limit, 3
+    expect(await enter('h12', 'o1', 'hook-one', 'ws', 1)).toBe(0);
+    expect(await enter('h12', 'o2', 'hook-one', 'ws', 1)).toBeGreaterThan(0);
+    expect(await enter('h12', 't1', 'hook-three', 'ws', 3)).toBe(0);
+    expect(await enter('h12', 't2', 'hook-three', 'ws', 3)).toBe(0);
+    expect(await enter('h12', 't3', 'hook-three', 'ws', 3)).toBeGreaterThan(0); // the host's limit, 3
     // A slot of hook-three frees: o2 waited first but hook-one is at its cap of 1; t3 (cap 3) takes the turn.
-    expect(await leave('h11', 't1', 'hook-three')).toEqual(['job-t3']);
-    expect(await enter('h11', 't3', 'hook-three', 'ws', 3)).toBe(0);
+    expect(await leave('h12', 't1', 'hook-three')).toEqual(['job-t3']);
+    expect(await enter('h12', 't3', 'hook-three', 'ws', 3)).toBe(0);
     // hook-one's own slot frees: its waiter's turn, under the cap its attempt brought.
-    expect(await leave('h11', 'o1', 'hook-one')).toEqual(['job-o2']);
+    expect(await leave('h12', 'o1', 'hook-one')).toEqual(['job-o2']);
   });
 
   it('lets a slot belong to one attempt: another lock token of the same delivery neither takes nor frees it', async () => {
