@@ -99,15 +99,13 @@ export class WebhooksController {
   })
   @ApiDataResponse(WebhookSettings, { description: 'The settings, header values masked' })
   @ApiErrorResponses(400, 404, 413)
-  @Audited<WebhookSettings>('webhook.settings_changed', (req) =>
-    hasChanges(req.body as UpdateWebhookDto)
-      ? {
-          targetType: 'webhook',
-          targetId: req.params.webhookId as string,
-          changes: settingsChanges(req.body as Record<string, unknown>),
-        }
-      : null,
-  )
+  @Audited<WebhookSettings>('webhook.settings_changed', (req) => {
+    // The body as parsed, an object once validated; a PATCH without one changed nothing.
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    return hasChanges(body)
+      ? { targetType: 'webhook', targetId: req.params.webhookId as string, changes: settingsChanges(body) }
+      : null;
+  })
   async updateSettings(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,

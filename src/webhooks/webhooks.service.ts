@@ -38,8 +38,8 @@ interface WebhookListRow extends ListedWebhookRow {
 }
 
 /** Whether a settings patch names any field (an empty one changes nothing, not even updatedAt). */
-export const hasChanges = (dto: UpdateWebhookDto): boolean =>
-  Object.values(dto as Record<string, unknown>).some((value) => value !== undefined);
+export const hasChanges = (dto: UpdateWebhookDto | Record<string, unknown>): boolean =>
+  Object.values(dto).some((value) => value !== undefined);
 
 /** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
 export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;

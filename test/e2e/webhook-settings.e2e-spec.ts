@@ -176,6 +176,24 @@ describe('GET /webhooks/{id}/settings and PATCH /webhooks/{id}', () => {
     expect(await settingsOf(api, id)).toEqual(before);
   });
 
+  it('answers a PATCH without a body, or with a body that is not an object, without a 500', async () => {
+    const { api, id } = await webhookAt();
+    const bare = await api.request('patch', `/webhooks/${id}`);
+    expectJson(bare, 200);
+    expect(bare.body.data.name).toBe('');
+    for (const body of ['[]', '"name"', 'null', '42']) {
+      const res = await api.request('patch', `/webhooks/${id}`).set('content-type', 'application/json').send(body);
+      expectBadRequest(res);
+    }
+    expect((await api.get('/audit-events?action=webhook.settings_changed')).body.data).toEqual([]);
+  });
+
+  it('keeps a header named like an Object.prototype key as a header', async () => {
+    const { api, id } = await webhookAt();
+    const answer = await patch(api, id, { headers: { toString: SHORT_TOKEN, constructor: SHORT_TOKEN } });
+    expect(answer.headers).toEqual({ tostring: '••••', constructor: '••••' });
+  });
+
   it('refuses a patch that would leave more than 10 headers, naming headers', async () => {
     const { api, id } = await webhookAt();
     const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`x-h${i}`, 'v']));
