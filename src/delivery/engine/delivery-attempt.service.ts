@@ -85,7 +85,6 @@ export class DeliveryAttemptService {
       if (connection.ok) connection.abandon();
       throw error;
     });
-    if (claim.outcome === 'claimed') this.caps.learn(claim.context.webhook_id, claim.context.settings.maxInFlight);
     if (claim.outcome !== 'claimed') {
       if (connection.ok) connection.abandon();
       if (claim.outcome === 'cancelled') this.metrics.recordCancelled();
@@ -93,6 +92,8 @@ export class DeliveryAttemptService {
         ? { status: 'skipped' }
         : { status: claim.outcome };
     }
+    // What admission applies to this webhook's next attempts here (it runs before their claims).
+    this.caps.learn(claim.context.webhook_id, claim.context.settings.maxInFlight);
     const startedAt = new Date();
     const result = await inSpan(
       'delivery.send',
