@@ -12,6 +12,7 @@ const ACTIONS: Record<string, string> = {
   'webhook.disabled': 'Webhook paused',
   'webhook.enabled': 'Webhook resumed',
   'webhook.secret_rotated': 'Signing secret rotated',
+  'webhook.settings_changed': 'Settings changed',
   'delivery.retried': 'Delivery sent again',
   'recovery.started': 'Recovery started',
   'portal_link.created': 'Portal link made',

@@ -100,6 +100,28 @@ export interface AuditEvent {
   changes: Record<string, unknown>;
 }
 
+export const RETRY_SCHEDULES = ['standard', 'short', 'none'] as const;
+
+/** A webhook's settings (DESIGN 10) as they apply now; header values come masked. */
+export interface WebhookSettings {
+  id: string;
+  name: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  maxInFlight: number | null;
+  retrySchedule: (typeof RETRY_SCHEDULES)[number];
+  defaults: { timeoutMs: boolean; maxInFlight: boolean };
+}
+
+/** A PATCH: the fields to change; null resets one to its default (in `headers`, removes that header). */
+export type SettingsChange = Partial<{
+  name: string;
+  headers: Record<string, string | null>;
+  timeoutMs: number | null;
+  maxInFlight: number | null;
+  retrySchedule: WebhookSettings['retrySchedule'];
+}>;
+
 export interface RotatedSecret {
   key: string;
   previousKeyExpiresAt: string | null;
@@ -172,6 +194,9 @@ export const api = {
   disable: (webhookId: string) => data<WebhookHealth>('POST', `/webhooks/${id(webhookId)}/disable`),
   enable: (webhookId: string) => data<WebhookHealth>('POST', `/webhooks/${id(webhookId)}/enable`),
   sendTest: (webhookId: string) => data<Delivery>('POST', `/webhooks/${id(webhookId)}/test`),
+  settings: (webhookId: string) => data<WebhookSettings>('GET', `/webhooks/${id(webhookId)}/settings`),
+  updateSettings: (webhookId: string, change: SettingsChange) =>
+    data<WebhookSettings>('PATCH', `/webhooks/${id(webhookId)}`, change),
   rotateSecret: (webhookId: string, overlapSeconds: number) =>
     data<RotatedSecret>('POST', `/webhooks/${id(webhookId)}/secret/rotate`, { overlapSeconds }),
   deliveries: (webhookId: string, params: { status?: string; limit: number; offset: number }) =>

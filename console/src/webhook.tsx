@@ -3,6 +3,7 @@ import { api, retried, DELIVERY_STATUSES, type Recovery, type RotatedSecret, typ
 import { fromLocalInput, time, toLocalInput } from './format.js';
 import { Writable } from './portal.js';
 import { href } from './router.js';
+import { Settings } from './settings.js';
 import { Field, Fields, Heading, LoadError, Message, StatusBadge, useAction, useLoad } from './ui.js';
 import { State } from './webhooks.js';
 
@@ -85,6 +86,7 @@ export function WebhookView({ webhookId }: { webhookId: string }) {
       </section>
       <Deliveries webhookId={webhookId} changes={changes} />
       <Writable>
+        <Settings webhookId={webhookId} onRenamed={() => void webhook.reload()} />
         <RotateSecret webhookId={webhookId} />
         <Recover webhookId={webhookId} disabled={disabled} />
       </Writable>

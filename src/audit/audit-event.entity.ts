@@ -8,6 +8,7 @@ export const AUDIT_ACTIONS = [
   'webhook.disabled',
   'webhook.enabled',
   'webhook.secret_rotated',
+  'webhook.settings_changed',
   'delivery.retried',
   'recovery.started',
   'portal_link.created',

@@ -22,6 +22,11 @@ export interface DeliverJobData {
   workspaceId: string;
   /** For the per-webhook in-flight cap. */
   webhookId: string;
+  /**
+   * The webhook's own in-flight cap as the enqueuer read it (null: none, the default; absent: not read),
+   * for admission, which runs before the claim reads the webhook (WebhookCaps).
+   */
+  maxInFlight?: number | null;
   /** W3C trace context of the enqueue, so each attempt joins its trace; absent when tracing is off. */
   trace?: TraceCarrier;
 }
@@ -31,6 +36,7 @@ export interface DeliveryToEnqueue {
   url: string;
   workspaceId: string;
   webhookId: string;
+  maxInFlight?: number | null;
   /** Defaults to the delivery id; a manual retry uses manualJobId, as the last job may not be gone yet. */
   jobId?: string;
 }
@@ -137,13 +143,22 @@ export class DeliveryQueue {
   private async addJobs(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger']): Promise<void> {
     const trace = currentTraceCarrier();
     const byShard = new Map<number, BulkJob[]>();
-    for (const { deliveryId, url, workspaceId, webhookId, jobId } of deliveries) {
+    for (const { deliveryId, url, workspaceId, webhookId, maxInFlight, jobId } of deliveries) {
       const destination = destinationOf(url);
       const shard = this.layout.shardOf(destination);
       const jobs = byShard.get(shard) ?? [];
       jobs.push({
         name: DELIVER_JOB,
-        data: { deliveryId, trigger, destination, url, workspaceId, webhookId, ...(trace && { trace }) },
+        data: {
+          deliveryId,
+          trigger,
+          destination,
+          url,
+          workspaceId,
+          webhookId,
+          ...(maxInFlight !== undefined && { maxInFlight }),
+          ...(trace && { trace }),
+        },
         opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
       });
       byShard.set(shard, jobs);

@@ -9,6 +9,7 @@ import { AttemptRecords } from './store/attempt-records.js';
 import { DeliveryAttemptService } from './engine/delivery-attempt.service.js';
 import { Admission } from './engine/admission/admission.js';
 import { HostAdmission } from './engine/admission/host-admission.js';
+import { WebhookCaps } from './engine/admission/webhook-caps.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
@@ -36,6 +37,7 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     AttemptRecords,
     DeliveryAttemptService,
     HostAdmission,
+    WebhookCaps,
     Admission,
     DeliveryWorker,
     DeliverySweeper,

@@ -1,5 +1,23 @@
+import type { AppConfig } from '../core/config/config.js';
+
 export const MAX_RETRY_AFTER_MS = 10 * 3600 * 1000;
 const JITTER = 0.2;
+
+/**
+ * A webhook's retry schedule (DESIGN 10): `standard` DELIVERY_RETRY_SCHEDULE (8 attempts over about a day),
+ * `short` DELIVERY_RETRY_SCHEDULE_SHORT (5 attempts within an hour), `none` (the first attempt only).
+ */
+export const RETRY_SCHEDULES = ['standard', 'short', 'none'] as const;
+export type RetryScheduleName = (typeof RETRY_SCHEDULES)[number];
+
+/** The delays in ms before attempt 2, 3, ... of a named schedule. */
+export function scheduleDelaysMs(
+  name: RetryScheduleName,
+  config: Pick<AppConfig, 'retryScheduleMs' | 'shortRetryScheduleMs'>,
+): number[] {
+  if (name === 'none') return [];
+  return name === 'short' ? config.shortRetryScheduleMs : config.retryScheduleMs;
+}
 
 /** Attempts in all for a delivery: the first one plus one per scheduled delay. */
 export const maxAttemptsFor = (scheduleMs: number[]): number => scheduleMs.length + 1;

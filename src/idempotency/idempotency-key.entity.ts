@@ -2,7 +2,7 @@ import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 
 /**
- * The first answer to a POST carrying `Idempotency-Key` (DESIGN 7.6), per workspace and key, kept 24 h.
+ * The first answer to a POST or PATCH carrying `Idempotency-Key` (DESIGN 7.6), per workspace and key, kept 24 h.
  * `statusCode` is null while the first request is still running.
  */
 @Entity('idempotency_keys')

@@ -20,6 +20,8 @@ import { IdempotencyKeysService, type KeptAnswer } from './idempotency-keys.serv
 /** How long a repeat waits for the first request to answer before it is told to retry (409). */
 export const WAIT_FOR_FIRST_MS = 10_000;
 const MAX_PATH_LENGTH = 2048;
+/** The writes (DESIGN 7.6; PATCH /webhooks/{id} of DESIGN 10 too): DELETE is idempotent by itself. */
+const IDEMPOTENT_METHODS = new Set(['POST', 'PATCH']);
 
 const reused = () =>
   new ApiError(
@@ -58,7 +60,7 @@ function answerOf(outcome: { body: unknown } | { error: unknown }, status: numbe
 }
 
 /**
- * DESIGN 7.6 for every POST under the API prefix: runs after the guards (the workspace is known) and
+ * DESIGN 7.6 for every POST and PATCH under the API prefix: runs after the guards (the workspace is known) and
  * after JsonBodyInterceptor (the body is parsed; HttpPipelineModule's interceptors are registered first).
  */
 @Injectable()
@@ -74,7 +76,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return next.handle();
     const req = context.switchToHttp().getRequest<Request & Partial<AuthenticatedRequest>>();
     const path = req.originalUrl.split('?')[0];
-    if (req.method !== 'POST' || !req.workspace || !path.startsWith(`/${API_PREFIX}/`)) return next.handle();
+    if (!IDEMPOTENT_METHODS.has(req.method) || !req.workspace || !path.startsWith(`/${API_PREFIX}/`)) {
+      return next.handle();
+    }
     const key = idempotencyKeyOf(req.headers[IDEMPOTENCY_KEY_HEADER]);
     // No route takes an id that long, so such a path is a 404 whatever is kept; it would not fit the column.
     if (key === null || path.length > MAX_PATH_LENGTH) return next.handle();

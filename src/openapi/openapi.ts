@@ -46,29 +46,24 @@ function addCommonErrors(document: OpenAPIObject): void {
 }
 
 /**
- * DESIGN 3: a webhook has no update, and PUT or PATCH on one answers 405; documented as operations so a
- * client (or one generated from the document) learns it. The exception filter answers them before any
- * guard runs, so without a key too.
+ * A webhook is not replaced (its url and calculators stay as registered; DESIGN 3 and 10), and PUT on one
+ * answers 405; documented as an operation so a client (or one generated from the document) learns it.
+ * The exception filter answers it before any guard runs, so without a key too.
  */
-function addUnsupportedWebhookUpdates(document: OpenAPIObject): void {
+function addUnsupportedWebhookReplace(document: OpenAPIObject): void {
   const item = document.paths['/webhooks/{webhookId}'];
   const parameters = item.get?.parameters;
-  for (const [method, operationId] of [
-    ['put', 'replaceWebhookNotSupported'],
-    ['patch', 'updateWebhookNotSupported'],
-  ] as const) {
-    item[method] = {
-      operationId,
-      tags: ['webhooks'],
-      summary: 'Not supported: a webhook has no update',
-      description:
-        'Always answered 405 `method_not_allowed`, with an `Allow` header naming the methods the path takes. ' +
-        'To change a webhook, remove it and register it again.',
-      security: [],
-      ...(parameters ? { parameters } : {}),
-      responses: { 405: errorResponse(405) },
-    };
-  }
+  item.put = {
+    operationId: 'replaceWebhookNotSupported',
+    tags: ['webhooks'],
+    summary: 'Not supported: a webhook is not replaced',
+    description:
+      'Always answered 405 `method_not_allowed`, with an `Allow` header naming the methods the path takes. ' +
+      'PATCH changes its settings; to change its url or calculators, remove it and register it again.',
+    security: [],
+    ...(parameters ? { parameters } : {}),
+    responses: { 405: errorResponse(405) },
+  };
 }
 
 /**
@@ -129,7 +124,7 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
   const document = SwaggerModule.createDocument(app, config, { include: API_MODULES });
   relativeToServer(document, prefix);
   addCommonErrors(document);
-  addUnsupportedWebhookUpdates(document);
+  addUnsupportedWebhookReplace(document);
   addIdempotencyKey(document);
   describePortalAccess(document);
   addOutgoingWebhooks(document);

@@ -76,7 +76,10 @@ export class SubmissionsService {
         data: submission.data,
         meta: submission.meta,
         deliveryIds,
-        maxAttempts: maxAttemptsFor(this.config.retryScheduleMs),
+        maxAttempts: {
+          standard: maxAttemptsFor(this.config.retryScheduleMs),
+          short: maxAttemptsFor(this.config.shortRetryScheduleMs),
+        },
       });
     let ids = this.deliveryIds(this.boundHint.get(calculatorId) ?? 1);
     let result = await write(ids);
@@ -94,6 +97,7 @@ export class SubmissionsService {
         url: result.urls[i],
         workspaceId,
         webhookId: result.webhook_ids[i],
+        maxInFlight: result.max_in_flights[i],
       })),
     );
     return submission;

@@ -71,7 +71,7 @@ class Cuid2EachConstraint implements ValidatorConstraintInterface {
 }
 
 @ValidatorConstraint({ name: 'noControlCharacters' })
-class NoControlCharactersConstraint implements ValidatorConstraintInterface {
+export class NoControlCharactersConstraint implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     return typeof value !== 'string' || !hasControlCharacter(value);
   }

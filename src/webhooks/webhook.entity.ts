@@ -1,12 +1,16 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { CalculatorEntity } from '../calculators/calculator.entity.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
+import type { RetryScheduleName } from '../delivery/retry-schedule.js';
 
 export const DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
 export type DisabledReason = (typeof DISABLED_REASONS)[number];
 
 @Entity('webhooks')
 @Check('webhooks_disabled_reason_check', `disabled_reason IN ('manual', 'gone', 'failing')`)
+@Check('webhooks_timeout_ms_check', `timeout_ms BETWEEN 1000 AND 30000`)
+@Check('webhooks_max_in_flight_check', `max_in_flight BETWEEN 1 AND 100`)
+@Check('webhooks_retry_schedule_check', `retry_schedule IN ('standard', 'short', 'none')`)
 @Index('webhooks_workspace_active_idx', ['workspaceId', 'createdAt', 'id'], { where: 'removed_at IS NULL' })
 export class WebhookEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
@@ -72,6 +76,23 @@ export class WebhookEntity {
 
   @Column({ name: 'previous_secret_expires_at', type: 'timestamptz', precision: 3, nullable: true })
   previousSecretExpiresAt: Date | null;
+
+  // --- Settings (DESIGN 10, webhook-settings.ts) ---
+
+  /** Custom request headers, lower-case name -> value as given; values are secrets (never shown or logged). */
+  @Column({ type: 'jsonb', default: () => "'{}'" })
+  headers: Record<string, string>;
+
+  /** Null: DELIVERY_TIMEOUT_MS. */
+  @Column({ name: 'timeout_ms', type: 'integer', nullable: true })
+  timeoutMs: number | null;
+
+  /** Null: DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK. */
+  @Column({ name: 'max_in_flight', type: 'integer', nullable: true })
+  maxInFlight: number | null;
+
+  @Column({ name: 'retry_schedule', type: 'varchar', length: 16, default: 'standard' })
+  retrySchedule: RetryScheduleName;
 }
 
 @Entity('webhook_calculators')

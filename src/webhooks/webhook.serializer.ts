@@ -1,4 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { RETRY_SCHEDULES, type RetryScheduleName } from '../delivery/retry-schedule.js';
+import { maskHeaderValue } from './webhook-headers.js';
 import { TRIGGER_TYPES, WEBHOOK_SOURCES } from './webhook-sources.js';
 import { DISABLED_REASONS, type DisabledReason, type WebhookEntity } from './webhook.entity.js';
 
@@ -214,4 +216,75 @@ export const serializeWebhookListItem = (
   ...serializeWebhook(w),
   calculators,
   triggers: triggers.map((type) => ({ type, webhookId: w.id })),
+});
+
+/** The service's defaults a webhook without a setting of its own follows. */
+export interface SettingsDefaults {
+  timeoutMs: number;
+  /** 0: no cap. */
+  maxInFlight: number;
+}
+
+/** DESIGN 10: a webhook's settings as they apply now; header values masked. */
+@ApiSchema({ name: 'WebhookSettings' })
+export class WebhookSettings {
+  @ApiProperty({ description: 'Webhook identifier' })
+  id: string;
+
+  @ApiProperty()
+  name: string;
+
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description:
+      'Custom request headers by lower-case name; each value masked: its first 4 characters and "…" when it ' +
+      'has 16 or more, else "••••"',
+    example: { authorization: 'Bear…' },
+  })
+  headers: Record<string, string>;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    description: "An attempt's time limit in ms: the webhook's own, else the service default (DELIVERY_TIMEOUT_MS)",
+  })
+  timeoutMs: number;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    nullable: true,
+    description:
+      "Attempts in flight at once: the webhook's own, else the service default " +
+      '(DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK); null when neither sets a cap',
+  })
+  maxInFlight: number | null;
+
+  @ApiProperty({ enum: RETRY_SCHEDULES, description: 'standard, short (5 attempts within an hour) or none' })
+  retrySchedule: RetryScheduleName;
+
+  @ApiProperty({
+    type: 'object',
+    properties: {
+      timeoutMs: { type: 'boolean' },
+      maxInFlight: { type: 'boolean' },
+    },
+    required: ['timeoutMs', 'maxInFlight'],
+    description: 'Which of timeoutMs and maxInFlight are the service defaults (the webhook has none of its own)',
+  })
+  defaults: { timeoutMs: boolean; maxInFlight: boolean };
+}
+
+export const serializeWebhookSettings = (
+  w: Pick<WebhookEntity, 'id' | 'name' | 'headers' | 'timeoutMs' | 'maxInFlight' | 'retrySchedule'>,
+  defaults: SettingsDefaults,
+): WebhookSettings => ({
+  id: w.id,
+  name: w.name,
+  headers: Object.fromEntries(Object.entries(w.headers).map(([name, value]) => [name, maskHeaderValue(value)])),
+  timeoutMs: w.timeoutMs ?? defaults.timeoutMs,
+  maxInFlight: w.maxInFlight ?? (defaults.maxInFlight || null),
+  retrySchedule: w.retrySchedule,
+  defaults: { timeoutMs: w.timeoutMs === null, maxInFlight: w.maxInFlight === null },
 });

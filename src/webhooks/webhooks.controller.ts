@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, UseFilters } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req, UseFilters } from '@nestjs/common';
 import type { Request } from 'express';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentWorkspace } from '../auth/current-workspace.decorator.js';
@@ -9,16 +9,38 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { Audited, unchanged } from '../audit/audited.js';
 import { CreateWebhookDto } from './create-webhook.dto.js';
 import { DEFAULT_OVERLAP_SECONDS, RotateSecretDto } from './rotate-secret.dto.js';
+import { UpdateWebhookDto } from './update-webhook.dto.js';
 import { WebhookHealthService } from './webhook-health.service.js';
 import {
   serializeWebhook,
   serializeWebhookSecret,
+  serializeWebhookSettings,
   WebhookHealth,
   WebhookListItem,
   WebhookResponse,
   WebhookSecret,
+  WebhookSettings,
 } from './webhook.serializer.js';
-import { WebhooksService } from './webhooks.service.js';
+import { hasChanges, WebhooksService } from './webhooks.service.js';
+
+/**
+ * What a settings change records (DESIGN 10): each field given with its new value; headers by name only,
+ * `set` or `removed` (`*` when all were), never a value.
+ */
+function settingsChanges(body: Record<string, unknown>): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  for (const field of ['name', 'timeoutMs', 'maxInFlight', 'retrySchedule']) {
+    if (body[field] !== undefined) changes[field] = body[field];
+  }
+  const headers = body.headers as Record<string, unknown> | null | undefined;
+  if (headers === null) changes.headers = { '*': 'removed' };
+  else if (headers !== undefined) {
+    changes.headers = Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value === null ? 'removed' : 'set']),
+    );
+  }
+  return changes;
+}
 
 @ApiTags('webhooks')
 @Controller('webhooks')
@@ -63,6 +85,46 @@ export class WebhooksController {
     @Param('webhookId') id: string,
   ): Promise<{ data: WebhookResponse }> {
     return { data: serializeWebhook(await this.webhooks.get(workspace.id, id)) };
+  }
+
+  @Patch(':webhookId')
+  @ApiOperation({
+    operationId: 'updateWebhookSettings',
+    summary: "Change a webhook's settings",
+    description:
+      'Any of `name`, `headers`, `timeoutMs`, `maxInFlight`, `retrySchedule` (extension, DESIGN 10); `url` and ' +
+      'calculators stay as registered (remove the webhook and register it again to change them). Fields not ' +
+      'sent stay as they are; null resets one to the default. Workers apply a change from the next attempt ' +
+      'they claim of the webhook on. Answers the settings as they now apply.',
+  })
+  @ApiDataResponse(WebhookSettings, { description: 'The settings, header values masked' })
+  @ApiErrorResponses(400, 404, 413)
+  @Audited<WebhookSettings>('webhook.settings_changed', (req) => {
+    // The body as parsed, an object once validated; a PATCH without one changed nothing.
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    return hasChanges(body)
+      ? { targetType: 'webhook', targetId: req.params.webhookId as string, changes: settingsChanges(body) }
+      : null;
+  })
+  async updateSettings(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+    @Body() dto: UpdateWebhookDto,
+  ): Promise<{ data: WebhookSettings }> {
+    const webhook = await this.webhooks.updateSettings(workspace.id, id, dto);
+    return { data: serializeWebhookSettings(webhook, this.webhooks.settingsDefaults) };
+  }
+
+  @Get(':webhookId/settings')
+  @ApiOperation({ operationId: 'getWebhookSettings', summary: "Get a webhook's settings (header values masked)" })
+  @ApiDataResponse(WebhookSettings, { description: 'The settings as they apply now' })
+  @ApiErrorResponses(400, 404)
+  async settings(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('webhookId') id: string,
+  ): Promise<{ data: WebhookSettings }> {
+    const webhook = await this.webhooks.get(workspace.id, id);
+    return { data: serializeWebhookSettings(webhook, this.webhooks.settingsDefaults) };
   }
 
   @Delete(':webhookId')

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, IsNull } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
@@ -18,6 +18,8 @@ import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { forbiddenHostRule } from '../delivery/engine/ssrf-guard.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
+import { headersPatchProblem, type UpdateWebhookDto } from './update-webhook.dto.js';
+import { MAX_CUSTOM_HEADERS, mergeHeaders } from './webhook-headers.js';
 import { WebhookEntity } from './webhook.entity.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
 import {
@@ -25,6 +27,7 @@ import {
   serializeWebhookListItem,
   type ListedWebhook,
   type ListedWebhookRow,
+  type SettingsDefaults,
   type WebhookListItem,
 } from './webhook.serializer.js';
 
@@ -33,6 +36,10 @@ interface WebhookListRow extends ListedWebhookRow {
   calculators: { id: string; name: string }[];
   triggers: string[];
 }
+
+/** Whether a settings patch names any field (an empty one changes nothing, not even updatedAt). */
+export const hasChanges = (dto: UpdateWebhookDto | Record<string, unknown>): boolean =>
+  Object.values(dto).some((value) => value !== undefined);
 
 /** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
 export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
@@ -140,6 +147,48 @@ export class WebhooksService {
     if (!stopped) throw ApiError.notFound(`Webhook ${id} not found`);
     await this.queue.remove(stopped.url, stopped.ended);
     return listedWebhookOf(stopped);
+  }
+
+  /** What a webhook without a timeout or cap of its own follows. */
+  get settingsDefaults(): SettingsDefaults {
+    return { timeoutMs: this.config.deliveryTimeoutMs, maxInFlight: this.config.maxInFlightPerWebhook };
+  }
+
+  /**
+   * Applies a settings patch (DESIGN 10): the fields given change, null resets one to its default, headers
+   * merge (RFC 7396). The row is locked while the merged headers are counted, so two patches cannot
+   * together exceed the limit. A disabled webhook can be changed too.
+   */
+  async updateSettings(workspaceId: string, id: string, dto: UpdateWebhookDto): Promise<WebhookEntity> {
+    if (dto.headers !== undefined && dto.headers !== null) {
+      // The handler has the body's headers as parsed (@Verbatim): checked again as such.
+      const problem = headersPatchProblem(dto.headers);
+      if (problem) throw ApiError.invalidField('headers', problem);
+    }
+    if (!hasChanges(dto)) return this.get(workspaceId, id);
+    if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
+    return this.dataSource.transaction(async (manager) => {
+      const webhook = await manager.findOne(WebhookEntity, {
+        where: { id, workspaceId, removedAt: IsNull() },
+        lock: { mode: 'pessimistic_write' },
+      });
+      if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
+      if (dto.headers !== undefined) {
+        const headers = mergeHeaders(webhook.headers, dto.headers);
+        if (Object.keys(headers).length > MAX_CUSTOM_HEADERS) {
+          throw ApiError.invalidField('headers', `a webhook may have at most ${MAX_CUSTOM_HEADERS} custom headers`);
+        }
+        webhook.headers = headers;
+      }
+      if (dto.name !== undefined) webhook.name = dto.name;
+      if (dto.timeoutMs !== undefined) webhook.timeoutMs = dto.timeoutMs;
+      if (dto.maxInFlight !== undefined) webhook.maxInFlight = dto.maxInFlight;
+      if (dto.retrySchedule !== undefined) webhook.retrySchedule = dto.retrySchedule ?? 'standard';
+      webhook.updatedAt = new Date();
+      const { name, headers, timeoutMs, maxInFlight, retrySchedule, updatedAt } = webhook;
+      await manager.update(WebhookEntity, { id }, { name, headers, timeoutMs, maxInFlight, retrySchedule, updatedAt });
+      return webhook;
+    });
   }
 
   /**

@@ -223,6 +223,46 @@ describe('console /console', () => {
     });
   });
 
+  it("changes a webhook's settings: name, limits, retry schedule and a header whose value is never shown", async () => {
+    const token = 'Bearer console-0123456789-token';
+    const webhook = await registerWebhook(api, { url: ok.url, name: 'Settings demo', calculators: [calculatorA.id] });
+    await page.goto(`${baseUrl}/console/#/webhooks/${webhook.id}`);
+    const settings = page.getByRole('region', { name: 'Settings' });
+    await settings.getByLabel('Name', { exact: true }).fill('Settings renamed');
+    await settings.getByLabel('Timeout in ms (1000 to 30000; empty for the default)').fill('2000');
+    await settings.getByLabel('Requests in flight at most (1 to 100; empty for the default)').fill('5');
+    await settings.getByLabel('Retry schedule').selectOption('short');
+    await settings.getByRole('button', { name: 'Save settings' }).click();
+    await settings.getByRole('status').filter({ hasText: 'Settings saved' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Settings renamed' }).waitFor();
+    expect((await api.get(`/webhooks/${webhook.id}/settings`)).body.data).toMatchObject({
+      name: 'Settings renamed',
+      timeoutMs: 2000,
+      maxInFlight: 5,
+      retrySchedule: 'short',
+    });
+
+    await settings.getByLabel('Header name').fill('Authorization');
+    await settings.getByLabel('Header value').fill(token);
+    await settings.getByRole('button', { name: 'Add header' }).click();
+    await settings.getByText('authorization: Bear…').waitFor();
+    expect(await page.content()).not.toContain('console-0123456789');
+    await screenshot(page, 'settings');
+    const before = ok.requests.length;
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    const received = await waitFor(() => ok.requests[before], 10_000, 'the test event');
+    expect(received.headers.authorization).toBe(token);
+
+    await settings.getByRole('button', { name: 'Remove header authorization' }).click();
+    await settings.getByText('No custom headers.').waitFor();
+    expect((await api.get(`/webhooks/${webhook.id}/settings`)).body.data.headers).toEqual({});
+    expectedErrors.push(new RegExp(`status of 400 .*/api/v1/webhooks/${webhook.id}$`));
+    await settings.getByLabel('Header name').fill('Content-Type');
+    await settings.getByLabel('Header value').fill('text/plain');
+    await settings.getByRole('button', { name: 'Add header' }).click();
+    await expect(settings.getByRole('alert').innerText()).resolves.toMatch(/set by the service/);
+  });
+
   it('sends a test event to the receiver', async () => {
     await page.goto(`${baseUrl}/console/#/webhooks`);
     await page.getByRole('link', { name: 'CRM sync', exact: true }).click();

@@ -19,14 +19,24 @@ function useHosts(env: Record<string, string>) {
   const host = new HostAdmission(config, redis);
   const states = new HostStates(config, redis);
   afterAll(() => redis.onApplicationShutdown());
-  /** Enters attempt `id` (its job `job-<id>`) of `webhook` in `workspace`: 0 when admitted, else its wait's end. */
-  const enter = async (destination: string, id: string, webhook = 'hook', workspace = 'ws') => {
+  /**
+   * Enters attempt `id` (its job `job-<id>`) of `webhook` in `workspace`, under the webhook's cap (by default
+   * DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK): 0 when admitted, else its wait's end.
+   */
+  const enter = async (
+    destination: string,
+    id: string,
+    webhook = 'hook',
+    workspace = 'ws',
+    cap = config.maxInFlightPerWebhook,
+  ) => {
     const [answer] = await host.enter({
       destination,
       holder: `${id}:t`,
       jobId: `job-${id}`,
       webhookId: webhook,
       workspaceId: workspace,
+      cap,
     });
     return answer;
   };
@@ -60,6 +70,19 @@ describe('admission: per webhook and per host', () => {
     // b's slot frees: a3 waited first, but hook-a is at its cap; c1 takes the turn.
     expect(await leave('h1', 'b1', 'hook-b')).toEqual(['job-c1']);
     expect(await leave('h1', 'a1', 'hook-a')).toEqual(['job-a3']);
+  });
+
+  it('holds a webhook to its own cap (its maxInFlight), above or below the default, waiters included', async () => {
+    expect(await enter('h12', 'o1', 'hook-one', 'ws', 1)).toBe(0);
+    expect(await enter('h12', 'o2', 'hook-one', 'ws', 1)).toBeGreaterThan(0);
+    expect(await enter('h12', 't1', 'hook-three', 'ws', 3)).toBe(0);
+    expect(await enter('h12', 't2', 'hook-three', 'ws', 3)).toBe(0);
+    expect(await enter('h12', 't3', 'hook-three', 'ws', 3)).toBeGreaterThan(0); // the host's limit, 3
+    // A slot of hook-three frees: o2 waited first but hook-one is at its cap of 1; t3 (cap 3) takes the turn.
+    expect(await leave('h12', 't1', 'hook-three')).toEqual(['job-t3']);
+    expect(await enter('h12', 't3', 'hook-three', 'ws', 3)).toBe(0);
+    // hook-one's own slot frees: its waiter's turn, under the cap its attempt brought.
+    expect(await leave('h12', 'o1', 'hook-one')).toEqual(['job-o2']);
   });
 
   it('lets a slot belong to one attempt: another lock token of the same delivery neither takes nor frees it', async () => {
@@ -231,6 +254,7 @@ describe('admission: a slot whose holder died', () => {
       jobId: 'job-w2',
       webhookId: 'hook-w',
       workspaceId: 'ws',
+      cap: config.maxInFlightPerWebhook,
     });
     expect(woken.map((w) => w.jobId)).toEqual(['job-w1']);
     expect(answer).toBe(0);

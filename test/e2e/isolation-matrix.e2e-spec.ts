@@ -30,6 +30,11 @@ const FOREIGN_OPERATIONS: [string, (own: Tenant, other: Tenant) => Promise<Respo
   ['GET /webhooks/{id}', (own, other) => own.api.get(`/webhooks/${other.webhookId}`)],
   ['DELETE /webhooks/{id}', (own, other) => own.api.delete(`/webhooks/${other.webhookId}`)],
   ['GET /webhooks/{id}/secret', (own, other) => own.api.get(`/webhooks/${other.webhookId}/secret`)],
+  [
+    'PATCH /webhooks/{id}',
+    (own, other) => own.api.patch(`/webhooks/${other.webhookId}`, { name: 'taken', headers: { 'x-a': 'b' } }),
+  ],
+  ['GET /webhooks/{id}/settings', (own, other) => own.api.get(`/webhooks/${other.webhookId}/settings`)],
   ['GET /webhooks/{id}/deliveries', (own, other) => own.api.get(`/webhooks/${other.webhookId}/deliveries`)],
   [
     'GET /webhooks/{id}/deliveries/{id}',

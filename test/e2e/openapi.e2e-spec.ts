@@ -65,14 +65,16 @@ const EXTENSION_OPERATIONS = [
   'POST /webhooks/{webhookId}/enable',
   'POST /webhooks/{webhookId}/test',
   'POST /webhooks/{webhookId}/secret/rotate',
+  'PATCH /webhooks/{webhookId}',
+  'GET /webhooks/{webhookId}/settings',
   'GET /audit-events',
   'POST /portal-links',
   'GET /portal-links',
   'DELETE /portal-links/{portalLinkId}',
   'POST /portal-sessions',
 ];
-/** Documented only for their 405: a webhook has no update (DESIGN 3). */
-const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}', 'PATCH /webhooks/{webhookId}'];
+/** Documented only for its 405: a webhook is not replaced (DESIGN 3; PATCH changes its settings). */
+const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}'];
 /**
  * Answered by the rate limiter, the exception filter, the Idempotency-Key check (every POST) and the guard's
  * refusal of a portal session (every write), so documented on every operation but exercised once.
@@ -200,7 +202,7 @@ describe('OpenAPI document', () => {
       );
     });
 
-    it('documents PUT and PATCH on a webhook as 405 with an Allow header, answered without a key', () => {
+    it('documents PUT on a webhook as 405 with an Allow header, answered without a key', () => {
       for (const operation of UNSUPPORTED_OPERATIONS) {
         const [method, path] = operation.split(' ');
         const op = doc.paths[path][method.toLowerCase() as Method]! as Operation & { security: unknown[] };
@@ -567,6 +569,28 @@ describe('OpenAPI document', () => {
       conformance.check(await api.delete('/portal-links/unknownlink'), revoke);
     });
 
+    it('PATCH /webhooks/{webhookId} and GET /webhooks/{webhookId}/settings (DESIGN 10)', async () => {
+      const patch = 'PATCH /webhooks/{webhookId}';
+      const settings = 'GET /webhooks/{webhookId}/settings';
+      const own = `/webhooks/${webhookId}`;
+      const changed = {
+        headers: { Authorization: 'Bearer 0123456789abcdef' },
+        timeoutMs: 2000,
+        retrySchedule: 'short',
+      };
+      conformance.check(await api.request('patch', own).send(changed), patch);
+      conformance.check(await api.request('patch', own).send({ maxInFlight: 0 }), patch);
+      conformance.check(await api.request('patch', '/webhooks/unknownwebhook').send({ name: 'x' }), patch);
+      conformance.check(await api.request('patch', own).send({ name: 'x'.repeat(1024 * 1024 + 1) }), patch);
+      conformance.check(await api.get(`${own}/settings`), settings);
+      conformance.check(
+        await api.get(`${own}/settings`).set('content-type', 'application/json').send('{bad'),
+        settings,
+      );
+      conformance.check(await api.get('/webhooks/unknownwebhook/settings'), settings);
+      conformance.check(await api.request('patch', own).send({ headers: null, timeoutMs: null }), patch);
+    });
+
     it('DELETE /webhooks/{webhookId}', async () => {
       const op = 'DELETE /webhooks/{webhookId}';
       conformance.check(await api.delete(`/webhooks/${webhookId}`).set('content-type', 'text/plain').send('x'), op);
@@ -631,11 +655,11 @@ describe('OpenAPI document', () => {
     it('a method a path does not take: the documented 405 body', async () => {
       const res = await api.request('put', '/webhooks/unknownwebhook');
       expect(res.status).toBe(405);
-      expect(res.headers.allow).toBe('DELETE, GET, HEAD');
+      expect(res.headers.allow).toBe('DELETE, GET, HEAD, PATCH');
       conformance.validate(pointer('components', 'schemas', 'MethodNotAllowedError'), res.body, 'PUT /webhooks/{id}');
     });
 
-    it('PUT and PATCH on a webhook, with a key or without: the documented 405', async () => {
+    it('PUT on a webhook, with a key or without: the documented 405', async () => {
       const { id: calculatorId } = await createCalculator(t, workspaceId);
       const webhook = await api.post('/webhooks', { url: receiver.url, calculators: [calculatorId] });
       for (const operation of UNSUPPORTED_OPERATIONS) {

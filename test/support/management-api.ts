@@ -52,6 +52,7 @@ export function client(t: TestApp, key: string, header = API_KEY_HEADER) {
       const req = request('post', path);
       return body === undefined ? req : req.send(body);
     },
+    patch: (path: string, body: string | object) => request('patch', path).send(body),
     delete: (path: string) => request('delete', path),
   };
 }

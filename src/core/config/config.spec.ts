@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     ).toEqual({ headersMs: 500, requestMs: 500, keepAliveMs: 100 });
   });
 
+  it('reads the short schedule a webhook may choose: 4 delays, by default 30s,2m,10m,30m', () => {
+    expect(loadConfig({}).shortRetryScheduleMs).toEqual([30_000, 120_000, 600_000, 1_800_000]);
+    expect(loadConfig({ DELIVERY_RETRY_SCHEDULE_SHORT: '50ms,50ms,1s,2m' }).shortRetryScheduleMs).toEqual([
+      50, 50, 1000, 120_000,
+    ]);
+  });
+
   it('parses the retry schedule units', () => {
     expect(loadConfig({ DELIVERY_RETRY_SCHEDULE: '100ms, 2s,3m,1h,7' }).retryScheduleMs).toEqual([
       100, 2000, 180000, 3600000, 7,
@@ -58,6 +65,8 @@ describe('loadConfig', () => {
     ['WORKER_CONCURRENCY', '0'],
     ['DELIVERY_TIMEOUT_MS', '1.5'],
     ['DELIVERY_RETRY_SCHEDULE', '5 seconds'],
+    ['DELIVERY_RETRY_SCHEDULE_SHORT', '1m,5m,10m'], // not four delays
+    ['DELIVERY_RETRY_SCHEDULE_SHORT', '1m,5m,15m,30m'], // 51m: the fifth attempt could fall past the hour
     ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'maybe'],
     ['SEED_DEMO', '1'],
     ['LOG_LEVEL', 'verbose'],

@@ -101,6 +101,11 @@ export class EnvironmentVariables {
   })
   DELIVERY_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
 
+  @Matches(/^\s*\d+(ms|s|m|h|d)?\s*(,\s*\d+(ms|s|m|h|d)?\s*){3}$/, {
+    message: 'must be four comma-separated delays such as 30s,2m,10m,30m (units ms, s, m, h, d)',
+  })
+  DELIVERY_RETRY_SCHEDULE_SHORT = '30s,2m,10m,30m';
+
   @Transform(int)
   @IntRange(50, 3600000)
   SWEEP_INTERVAL_MS = 30000;
@@ -227,6 +232,8 @@ export interface AppConfig {
   deliveryTimeoutMs: number;
   /** Delays in ms before attempt 2, 3, ...; attempts in all = length + 1. */
   retryScheduleMs: number[];
+  /** The `short` schedule a webhook may choose (DESIGN 10): four delays, five attempts within an hour. */
+  shortRetryScheduleMs: number[];
   sweepIntervalMs: number;
   /** How long a worker's claim on a job lasts without renewal; a killed worker's jobs return after it. */
   deliveryLockMs: number;
@@ -276,6 +283,19 @@ export function parseDuration(value: string): number {
 
 export function parseDurationList(value: string): number[] {
   return value.split(',').map(parseDuration);
+}
+
+// With +20% jitter on each delay, the fifth attempt still starts within the hour.
+const SHORT_SCHEDULE_MAX_MS = 50 * 60_000;
+
+function shortSchedule(value: string): number[] {
+  const delays = parseDurationList(value);
+  if (delays.reduce((a, b) => a + b, 0) > SHORT_SCHEDULE_MAX_MS) {
+    throw new ConfigError(
+      'DELIVERY_RETRY_SCHEDULE_SHORT: its delays must add up to at most 50m (5 attempts within an hour)',
+    );
+  }
+  return delays;
 }
 
 function optionalBool(name: string, value: string, fallback: boolean): boolean {
@@ -372,6 +392,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     breaker: { threshold: env.DELIVERY_BREAKER_THRESHOLD, cooldownMs: env.DELIVERY_BREAKER_COOLDOWN_MS },
     deliveryTimeoutMs: env.DELIVERY_TIMEOUT_MS,
     retryScheduleMs: parseDurationList(env.DELIVERY_RETRY_SCHEDULE),
+    shortRetryScheduleMs: shortSchedule(env.DELIVERY_RETRY_SCHEDULE_SHORT),
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     deliveryLockMs: env.DELIVERY_LOCK_MS,
     maxInFlightPerWebhook: env.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,

@@ -105,4 +105,24 @@ describe('describeFailure', () => {
     expect(describeFailure(networkError('boom'))).toBe('boom');
     expect(describeFailure(answered(500))).toBe('Receiver answered HTTP 500');
   });
+
+  describe("with the webhook's current retry schedule (DESIGN 10)", () => {
+    const failed = answered(500);
+
+    it('ends after one attempt on `none`, whatever the delivery allowed', () => {
+      expect(decideOutcome(failed, 1, 8, [], noJitter)).toEqual({
+        status: 'failed',
+        reason: 'Receiver answered HTTP 500',
+      });
+    });
+
+    it('ends once the current schedule is exhausted, before the delivery’s own maxAttempts', () => {
+      expect(decideOutcome(failed, 4, 8, [10, 20, 30, 40], noJitter).status).toBe('pending');
+      expect(decideOutcome(failed, 5, 8, [10, 20, 30, 40], noJitter).status).toBe('failed');
+    });
+
+    it('keeps to the delivery’s maxAttempts when the schedule is longer (one more attempt after a retry)', () => {
+      expect(decideOutcome(failed, 2, 2, [10, 20, 30, 40], noJitter).status).toBe('failed');
+    });
+  });
 });

@@ -10,6 +10,8 @@ import { decideOutcome, type AttemptOutcome } from './attempt-outcome.js';
 import { AttemptRecords } from '../store/attempt-records.js';
 import { DeliveryStore } from '../store/delivery-store.js';
 import { buildPayload } from '../delivery-payload.js';
+import { scheduleDelaysMs } from '../retry-schedule.js';
+import { WebhookCaps } from './admission/webhook-caps.js';
 import type { DeliverJobData } from '../delivery-queue.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Connection, type Outgoing, type SendResult } from './webhook-sender.js';
@@ -36,6 +38,7 @@ export class DeliveryAttemptService {
     private readonly records: AttemptRecords,
     private readonly metrics: DeliveryMetrics,
     private readonly store: DeliveryStore,
+    private readonly caps: WebhookCaps,
   ) {}
 
   /** `answered` runs once the receiver has answered (or the send failed), before the attempt is recorded. */
@@ -89,6 +92,8 @@ export class DeliveryAttemptService {
         ? { status: 'skipped' }
         : { status: claim.outcome };
     }
+    // What admission applies to this webhook's next attempts here (it runs before their claims).
+    this.caps.learn(claim.context.webhook_id, claim.context.settings.maxInFlight);
     const startedAt = new Date();
     const result = await inSpan(
       'delivery.send',
@@ -133,7 +138,8 @@ export class DeliveryAttemptService {
   ): Promise<RunResult> {
     const attemptNumber = ctx.attempt_count + 1;
     const finishedAt = new Date();
-    const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, this.config.retryScheduleMs);
+    const schedule = scheduleDelaysMs(ctx.settings.retrySchedule, this.config);
+    const outcome = decideOutcome(result, attemptNumber, ctx.max_attempts, schedule);
     const recorded = await inSpan('delivery.record', { 'delivery.attempt_number': attemptNumber }, () =>
       this.records.record({
         deliveryId,
@@ -179,7 +185,9 @@ export class DeliveryAttemptService {
       }),
     );
     const secrets = ctx.previous_secret ? [ctx.secret, ctx.previous_secret] : [ctx.secret];
-    const headers = signPayload(secrets, deliveryId, Math.floor(Date.now() / 1000), body);
-    return { body, headers: { ...headers } };
+    const signed = signPayload(secrets, deliveryId, Math.floor(Date.now() / 1000), body);
+    const { headers, timeoutMs } = ctx.settings;
+    // The webhook's own headers first, ours after: none of its can replace one of ours.
+    return { body, headers: { ...headers, ...signed }, timeoutMs: timeoutMs ?? this.config.deliveryTimeoutMs };
   }
 }

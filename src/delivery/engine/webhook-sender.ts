@@ -32,6 +32,8 @@ export type SendFailure = 'timeout' | 'refused' | 'reset' | 'other';
 export interface Outgoing {
   body: string;
   headers: Record<string, string>;
+  /** The whole exchange's limit; DELIVERY_TIMEOUT_MS when absent. */
+  timeoutMs?: number;
 }
 
 /** A connection to the destination, established before anything is decided or written. */
@@ -253,12 +255,12 @@ export class WebhookSender implements OnModuleDestroy {
   private write(
     pooled: Pooled,
     path: string,
-    { body, headers }: Outgoing,
+    { body, headers, timeoutMs }: Outgoing,
     written: () => void,
     earlier: Error | undefined,
   ): Promise<SendResult> {
     const started = performance.now();
-    const ms = this.config.deliveryTimeoutMs;
+    const ms = timeoutMs ?? this.config.deliveryTimeoutMs;
     const reused = pooled.used;
     pooled.used = true;
     return new Promise((resolve) => {
@@ -304,7 +306,8 @@ export class WebhookSender implements OnModuleDestroy {
           {
             path,
             method: 'POST',
-            headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...headers },
+            // The caller's headers first: content-type and user-agent are ours whatever they hold.
+            headers: { ...headers, 'content-type': 'application/json', 'user-agent': USER_AGENT },
             body,
           },
           {

@@ -5,7 +5,16 @@ import { Batcher } from '../../core/batcher.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { connectionOf, queryPreparedOn, type PooledConnection } from '../../core/database/prepared.js';
+import type { RetryScheduleName } from '../retry-schedule.js';
 import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from './delivery-statements.js';
+
+/** A webhook's settings (DESIGN 10) as the claim reads them with its row; null: the service default. */
+export interface AttemptSettings {
+  headers: Record<string, string>;
+  timeoutMs: number | null;
+  maxInFlight: number | null;
+  retrySchedule: RetryScheduleName;
+}
 
 export interface AttemptContext {
   attempt_count: number;
@@ -23,6 +32,7 @@ export interface AttemptContext {
   meta: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
+  settings: AttemptSettings;
 }
 
 /**

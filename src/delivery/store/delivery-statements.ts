@@ -19,7 +19,9 @@ const list = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join
  * insert one outbox row per webhook: `pending`, or `skipped` (ended at once, never queued) for a disabled
  * one. The delivery ids come in $8, made by the caller (CUID2s, like every id): when the calculator has
  * more webhooks than ids, nothing is written and `bound` says how many to send again. Nothing is written
- * either when the calculator is not the workspace's. Returns the pending deliveries' ids and urls.
+ * either when the calculator is not the workspace's. Each delivery's attempts follow its webhook's retry
+ * schedule ($9 standard, $10 short, 1 for none). Returns the pending deliveries' ids, urls, webhooks and
+ * webhooks' in-flight caps (for the jobs).
  *
  * `bound` starts from the calculator's bindings and looks each webhook up by its key (OFFSET 0 keeps the
  * planner from reordering that): otherwise the generic plan of the prepared statement can scan every
@@ -35,10 +37,10 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
   'submission_insert_with_outbox',
   `
   WITH bound AS (
-    SELECT w.id, w.url, w.disabled_at, row_number() OVER (ORDER BY w.id) AS n
+    SELECT w.id, w.url, w.disabled_at, w.retry_schedule, w.max_in_flight, row_number() OVER (ORDER BY w.id) AS n
     FROM webhook_calculators wc
     CROSS JOIN LATERAL (
-      SELECT w.id, w.url, w.disabled_at FROM webhooks w
+      SELECT w.id, w.url, w.disabled_at, w.retry_schedule, w.max_in_flight FROM webhooks w
       JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
       WHERE w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $3
       OFFSET 0
@@ -70,19 +72,22 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
     INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
                             next_attempt_at, created_at, updated_at, completed_at)
     SELECT d.id, $3, b.id, sub.id, $2, CASE WHEN b.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
-           $9, CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
+           CASE b.retry_schedule WHEN 'none' THEN 1 WHEN 'short' THEN $10 ELSE $9 END,
+           CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
            CASE WHEN b.disabled_at IS NOT NULL THEN $4::timestamptz END
     FROM sub CROSS JOIN bound b
     JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
     RETURNING id, webhook_id, status
   ), pending AS (
-    SELECT o.id, b.url, b.id AS webhook_id FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
+    SELECT o.id, b.url, b.id AS webhook_id, b.max_in_flight
+    FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
   )
   SELECT (SELECT count(*) FROM sub)::int AS created,
          (SELECT count(*) FROM bound)::int AS bound,
          ARRAY(SELECT id FROM pending ORDER BY id) AS delivery_ids,
          ARRAY(SELECT url FROM pending ORDER BY id) AS urls,
-         ARRAY(SELECT webhook_id FROM pending ORDER BY id) AS webhook_ids`,
+         ARRAY(SELECT webhook_id FROM pending ORDER BY id) AS webhook_ids,
+         ARRAY(SELECT max_in_flight FROM pending ORDER BY id) AS max_in_flights`,
 );
 
 // --- claim and record (the worker, per batch of attempts) ---

@@ -30,7 +30,8 @@ export interface SubmissionWithOutbox {
   meta: Record<string, unknown>;
   /** One id per webhook expected; when the calculator has more, nothing is written (see `bound`). */
   deliveryIds: string[];
-  maxAttempts: number;
+  /** Attempts in all by the webhook's retry schedule (`none`: 1). */
+  maxAttempts: { standard: number; short: number };
 }
 
 export interface OutboxWritten {
@@ -40,6 +41,8 @@ export interface OutboxWritten {
   delivery_ids: string[];
   urls: string[];
   webhook_ids: string[];
+  /** Each webhook's own in-flight cap (null: the default), for the job's admission. */
+  max_in_flights: (number | null)[];
 }
 
 export interface OverdueDelivery {
@@ -73,7 +76,8 @@ export class DeliveryStore {
       JSON.stringify(s.data),
       JSON.stringify(s.meta),
       s.deliveryIds,
-      s.maxAttempts,
+      s.maxAttempts.standard,
+      s.maxAttempts.short,
     ]);
     return written;
   }

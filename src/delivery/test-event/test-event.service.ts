@@ -11,7 +11,7 @@ import { WebhookCalculatorEntity, WebhookEntity } from '../../webhooks/webhook.e
 import { assertWebhookActive, WebhooksService } from '../../webhooks/webhooks.service.js';
 import { DeliveryQueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
-import { maxAttemptsFor } from '../retry-schedule.js';
+import { maxAttemptsFor, scheduleDelaysMs } from '../retry-schedule.js';
 import { DeliveryStore } from '../store/delivery-store.js';
 
 /** What a receiver gets from a test event: answers of the kind a calculator collects. */
@@ -63,7 +63,7 @@ export class TestEventService {
         submissionId: null,
         testSubmission: { ...sample },
         calculatorId,
-        maxAttempts: maxAttemptsFor(this.config.retryScheduleMs),
+        maxAttempts: maxAttemptsFor(scheduleDelaysMs(current.retrySchedule, this.config)),
         nextAttemptAt: now,
         lastAttemptAt: null,
         lastStatusCode: null,
@@ -73,7 +73,8 @@ export class TestEventService {
         completedAt: null,
       });
     });
-    await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId, webhookId: webhook.id }]);
+    const job = { deliveryId: delivery.id, url: webhook.url, workspaceId, webhookId, maxInFlight: webhook.maxInFlight };
+    await this.queue.enqueue([job]);
     return this.deliveries.findOneByOrFail({ id: delivery.id });
   }
 

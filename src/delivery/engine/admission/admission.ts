@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../../../core/config/config.module.js';
 import { DELIVER_JOB, DeliveryQueue, type DeliverJobData } from '../../delivery-queue.js';
 import type { SendResult } from '../webhook-sender.js';
 import { HostAdmission, type Attempted, type HostSignal, type Woken } from './host-admission.js';
+import { WebhookCaps } from './webhook-caps.js';
 import { WorkerShare } from './worker-share.js';
 
 // A job over its workspace's share waits in process while the workspace frees a slot this often; then it parks.
@@ -39,8 +40,8 @@ export function signalOf(send: SendResult | undefined): HostSignal {
  * Admission: when an attempt may start. One design, in this order:
  * - Its workspace's share of this worker (WorkerShare): a quarter of the slots always, more while a
  *   quarter stays free, so one workspace's hanging receivers never take every slot.
- * - Its host (HostAdmission, in Redis, shared by all workers): the breaker, the webhook's cap
- *   (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK) and the host's adaptive limit (decideLimit); the breaker is the
+ * - Its host (HostAdmission, in Redis, shared by all workers): the breaker, the webhook's cap (its own
+ *   `maxInFlight`, else DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK; WebhookCaps) and the host's adaptive limit (decideLimit); the breaker is the
  *   limit's other end (opening sets it to the minimum).
  * - Waiting: a job turned away is in line (the host's, served in turn by workspace, then by webhook; or
  *   its workspace's on this worker) and parked in the queue's delayed set, spending no attempt and holding
@@ -61,6 +62,7 @@ export class Admission implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly host: HostAdmission,
     private readonly queue: DeliveryQueue,
+    private readonly caps: WebhookCaps,
   ) {
     this.share = new WorkerShare(config.workerConcurrency);
     this.loopDelay.enable();
@@ -96,7 +98,8 @@ export class Admission implements OnModuleDestroy {
     let answer: number;
     try {
       let woken: Woken[];
-      [answer, woken] = await this.host.enter({ destination, holder, jobId, webhookId, workspaceId });
+      const cap = this.caps.capOf(job.data, job.timestamp);
+      [answer, woken] = await this.host.enter({ destination, holder, jobId, webhookId, workspaceId, cap });
       void this.wake(woken).catch(() => undefined);
     } catch (error) {
       this.leaveShare(workspaceId);

@@ -6,7 +6,8 @@
 // limit, its window and the round counter `turn`; and the line of waiters: `line`, the workspaces with a
 // webhook that may take a slot, ordered by turn; `base:line:<workspace>`, that workspace's such webhooks,
 // ordered by turn; `base:wait:<webhook>`, its waiting job ids in arrival order; `waiting`, job id -> webhook
-// (who is in line); `owners`, webhook -> workspace for webhooks with waiters.
+// (who is in line); `owners`, webhook -> workspace for webhooks with waiters; `base:caps`, webhook -> its
+// in-flight cap as its latest attempt brought it (0 = none), so a waiter's cap is known when others release.
 //
 // A webhook at its cap leaves its workspace's turn until one of its slots frees, so the line's head can
 // always take a slot. Served members go to the back (score = the next turn); a newcomer joins at the
@@ -18,7 +19,8 @@
 
 const HOST_KEYS = 7;
 
-// ARGV of every script: now, webhook cap (0 = none), slot ttl, initial limit, key ttl. Host(k, base) gives
+// ARGV of every script: now, default webhook cap (0 = none; for a webhook none of whose attempts brought
+// its own), slot ttl, initial limit, key ttl. Host(k, base) gives
 // the operations on the host whose keys start at KEYS[k + 1]; `woken` collects `{ group, webhookId, jobId }`
 // of the waiters a call gave a turn to (their slot kept for them), for the caller to promote.
 const HOST = `
@@ -36,8 +38,12 @@ const HOST = `
     local H = { count = redis.call('ZCARD', slots), peak = 0, freed = 0 }
     local function lineOf(workspaceId) return base .. ':line:' .. workspaceId end
     local function queueOf(webhookId) return base .. ':wait:' .. webhookId end
+    local caps = base .. ':caps'
     local function held(webhookId) return tonumber(redis.call('HGET', webhooks, webhookId) or '0') end
-    local function underCap(webhookId) return cap == 0 or held(webhookId) < cap end
+    local function underCap(webhookId)
+      local own = tonumber(redis.call('HGET', caps, webhookId) or cap)
+      return own == 0 or held(webhookId) < own
+    end
     function H.limit() return tonumber(redis.call('HGET', state, 'limit') or initial) end
     function H.paused() return redis.call('HEXISTS', breaker, 'open_until') == 1 end
 
@@ -153,8 +159,9 @@ const HOST = `
       return first and math.min(tonumber(first), now + slotTtl) or now + slotTtl
     end
 
-    function H.admit(holder, jobId, webhookId, workspaceId)
+    function H.admit(holder, jobId, webhookId, workspaceId, ownCap)
       local member = webhookId .. '|' .. holder
+      if redis.call('HGET', caps, webhookId) ~= ownCap then redis.call('HSET', caps, webhookId, ownCap) end
       -- Its turn came: the slot kept for it becomes its own.
       if redis.call('ZREM', slots, webhookId .. '|job:' .. jobId) == 1 then
         redis.call('ZADD', slots, now + slotTtl, member)
@@ -181,7 +188,7 @@ const HOST = `
     end
 
     function H.touch()
-      for _, key in ipairs({ slots, webhooks, state, line, waiting, owners }) do redis.call('PEXPIRE', key, keyTtl) end
+      for _, key in ipairs({ slots, webhooks, state, line, waiting, owners, caps }) do redis.call('PEXPIRE', key, keyTtl) end
       -- The window's peak in flight: whether the limit is in use, so whether it may grow.
       if H.peak > tonumber(redis.call('HGET', state, 'wpeak') or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
     end
@@ -210,12 +217,12 @@ const HOST = `
   end`;
 
 /**
- * Admits attempts: per attempt holder, job id, webhook id, workspace id. Answers 0 when admitted, else the
+ * Admits attempts: per attempt holder, job id, webhook id, workspace id, the webhook's cap. Answers 0 when admitted, else the
  * time the waiter is certain to find room (it is in line and is woken before then by the release that
  * gives it its turn). Expired slots are freed and room goes to the line first.
  */
 export const ENTER = `${HOST}
-  return eachHost(6, 4, function(host)
+  return eachHost(6, 5, function(host)
     host.expire()
     host.grant()
     return host.admit

@@ -34,6 +34,8 @@ export interface Entering {
   jobId: string;
   webhookId: string;
   workspaceId: string;
+  /** The webhook's in-flight cap (0: none), kept at the host for its waiters too. */
+  cap: number;
 }
 
 /** 0 when admitted, else the time by which room is certain (the waiter is in line, woken before then). */
@@ -67,7 +69,7 @@ const MAX_BATCH = 500;
 const CALLS_OUT = 4;
 
 /**
- * A host's admission in Redis, shared by every worker: its slots, the per-webhook cap, the adaptive limit
+ * A host's admission in Redis, shared by every worker: its slots, each webhook's cap, the adaptive limit
  * (decideLimit states the rule), the breaker, and the line of waiters served in turn by workspace, then by
  * webhook (host-admission.scripts.ts). Attempts that start or end while the previous call is out go
  * together in the next, grouped by host.
@@ -163,7 +165,7 @@ export class HostAdmission {
   private async enterBatch(batch: Entering[]): Promise<[HostAnswer, Woken[]][]> {
     const { keys, args, inBatchOrder, destinations } = this.grouped(
       batch,
-      ({ holder, jobId, webhookId, workspaceId }) => [holder, jobId, webhookId, workspaceId],
+      ({ holder, jobId, webhookId, workspaceId, cap }) => [holder, jobId, webhookId, workspaceId, cap],
     );
     const [answers, woken] = await this.redis.enterHosts(keys.length, ...keys, ...this.common(), ...args);
     return this.withWoken(inBatchOrder(answers), woken, destinations);

@@ -1,5 +1,5 @@
 CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_lease_ms integer)
- RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying)
+ RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying, settings jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
  SET enable_seqscan TO 'off'
@@ -30,7 +30,9 @@ BEGIN
   -- Each statement of a VOLATILE function takes a new snapshot: a removal or a disabling that
   -- committed while this claim waited for a lock is seen here.
   WITH leased AS (
-    UPDATE deliveries d SET lease_until = clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0)
+    -- A webhook's own timeout may outlast DELIVERY_TIMEOUT_MS: its lease covers that attempt too.
+    UPDATE deliveries d
+    SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms, 2 * w.timeout_ms + 10000) / 1000.0)
     FROM webhooks w
     WHERE d.id = ANY(p_ids) AND w.id = d.webhook_id AND w.removed_at IS NULL AND w.disabled_at IS NULL
       AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
@@ -48,7 +50,10 @@ BEGIN
            COALESCE(s.data, d.test_submission->'data'), COALESCE(s.meta, d.test_submission->'meta'),
            COALESCE(s.created_at, (d.test_submission->>'createdAt')::timestamptz),
            COALESCE(s.updated_at, (d.test_submission->>'updatedAt')::timestamptz),
-           CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END
+           CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END,
+           -- The webhook's settings (DESIGN 10), read with its row: no other query per attempt.
+           jsonb_build_object('headers', w.headers, 'timeoutMs', w.timeout_ms, 'maxInFlight', w.max_in_flight,
+                              'retrySchedule', w.retry_schedule)
     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
     LEFT JOIN submissions s ON s.id = d.submission_id
     WHERE d.id = ANY(v_claimed);
@@ -67,13 +72,13 @@ BEGIN
     )
     SELECT st.id, st.status, NULL::integer, NULL::integer, st.webhook_id, NULL::varchar, NULL::varchar,
            NULL::varchar, NULL::varchar, NULL::boolean, NULL::jsonb, NULL::jsonb,
-           NULL::timestamptz, NULL::timestamptz, NULL::varchar
+           NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
     FROM stopped st
     UNION ALL
     -- Read with the snapshot from before "stopped" ran, hence the exclusion.
     SELECT d.id, CASE WHEN d.status = 'pending' THEN 'busy' ELSE 'ended' END, NULL::integer, NULL::integer,
            d.webhook_id, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::boolean,
-           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar
+           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
     FROM deliveries d
     WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND d.id NOT IN (SELECT st.id FROM stopped st);
   FOR i IN 1 .. cardinality(v_webhooks) LOOP
