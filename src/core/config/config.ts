@@ -138,6 +138,13 @@ export class EnvironmentVariables {
   @Matches(DURATION, { message: DURATION_MESSAGE })
   DELIVERY_RETENTION = '30d';
 
+  // The time slot of each partition of deliveries and their attempts, and how far ahead they exist (DESIGN 9).
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  DELIVERY_PARTITION_INTERVAL = '7d';
+
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  DELIVERY_PARTITIONS_AHEAD = '7d';
+
   @Matches(DURATION, { message: DURATION_MESSAGE })
   AUDIT_RETENTION = '365d';
 
@@ -233,6 +240,11 @@ export interface AppConfig {
   webhookDisable: { afterMs: number; minFailures: number };
   /** Ended deliveries (with their attempts) and ended recoveries older than this are deleted (DESIGN 7.7). */
   deliveryRetentionMs: number;
+  /**
+   * deliveries and delivery_attempts are partitioned by the delivery's created_at, one partition per
+   * `intervalMs`, created `aheadMs` ahead of time (DESIGN 9).
+   */
+  deliveryPartitions: { intervalMs: number; aheadMs: number };
   /** How long audit events are kept (AUDIT_RETENTION, DESIGN 10). */
   auditRetentionMs: number;
   maxWebhooksPerWorkspace: number;
@@ -306,6 +318,13 @@ function hostLimit(initial: number, min: number, max: number): AppConfig['hostLi
   return { initial: Math.min(max, Math.max(min, initial)), min, max };
 }
 
+function deliveryPartitions(interval: string, ahead: string): AppConfig['deliveryPartitions'] {
+  const intervalMs = parseDuration(interval);
+  // A partition is named after the minute it starts.
+  if (intervalMs < 60_000) throw new ConfigError('DELIVERY_PARTITION_INTERVAL: must be at least 1m');
+  return { intervalMs, aheadMs: parseDuration(ahead) };
+}
+
 function tracing(env: EnvironmentVariables): AppConfig['tracing'] {
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT === '' || optionalBool('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false)) {
     return null;
@@ -363,6 +382,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       minFailures: env.WEBHOOK_DISABLE_MIN_FAILURES,
     },
     deliveryRetentionMs: parseDuration(env.DELIVERY_RETENTION),
+    deliveryPartitions: deliveryPartitions(env.DELIVERY_PARTITION_INTERVAL, env.DELIVERY_PARTITIONS_AHEAD),
     auditRetentionMs: parseDuration(env.AUDIT_RETENTION),
     maxWebhooksPerWorkspace: env.MAX_WEBHOOKS_PER_WORKSPACE,
     seedDemo: optionalBool('SEED_DEMO', env.SEED_DEMO, env.NODE_ENV === 'development'),

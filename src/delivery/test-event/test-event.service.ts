@@ -73,8 +73,9 @@ export class TestEventService {
         completedAt: null,
       });
     });
-    await this.queue.enqueue([{ deliveryId: delivery.id, url: webhook.url, workspaceId, webhookId: webhook.id }]);
-    return this.deliveries.findOneByOrFail({ id: delivery.id });
+    const job = { deliveryId: delivery.id, createdAt: now, url: webhook.url, workspaceId, webhookId: webhook.id };
+    await this.queue.enqueue([job]);
+    return this.deliveries.findOneByOrFail({ id: delivery.id, createdAt: now });
   }
 
   /** One of the webhook's calculators: a live one when there is one. */
