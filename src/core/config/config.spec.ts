@@ -58,6 +58,7 @@ describe('loadConfig', () => {
     ['DELIVERY_RETENTION', '-1d'],
     ['DELIVERY_PARTITION_INTERVAL', '30s'], // partitions are named by the minute
     ['DELIVERY_PARTITIONS_AHEAD', 'a week'],
+    ['DELIVERY_PARTITIONS_AHEAD', '30m'], // the hourly upkeep could leave a gap
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://localhost/x'],

@@ -322,7 +322,10 @@ function deliveryPartitions(interval: string, ahead: string): AppConfig['deliver
   const intervalMs = parseDuration(interval);
   // A partition is named after the minute it starts.
   if (intervalMs < 60_000) throw new ConfigError('DELIVERY_PARTITION_INTERVAL: must be at least 1m');
-  return { intervalMs, aheadMs: parseDuration(ahead) };
+  // Less would leave a submission without a partition whenever one run of the upkeep job is late.
+  const aheadMs = parseDuration(ahead);
+  if (aheadMs < 3_600_000) throw new ConfigError('DELIVERY_PARTITIONS_AHEAD: must be at least 1h');
+  return { intervalMs, aheadMs };
 }
 
 function tracing(env: EnvironmentVariables): AppConfig['tracing'] {
