@@ -10,8 +10,7 @@ import { APP_CONFIG } from '../../core/config/config.module.js';
  * together (DESIGN 7.7). DDL, which no ORM call makes.
  */
 
-export const PARTITIONED_TABLES = ['deliveries', 'delivery_attempts'] as const;
-type PartitionedTable = (typeof PARTITIONED_TABLES)[number];
+type PartitionedTable = 'deliveries' | 'delivery_attempts';
 
 const DAY_MS = 86_400_000;
 /** DELIVERY_PARTITION_INTERVAL's default: a week, so a generic plan has few partitions to lock. */
