@@ -138,7 +138,8 @@ export class EnvironmentVariables {
   @Matches(DURATION, { message: DURATION_MESSAGE })
   DELIVERY_RETENTION = '30d';
 
-  // The time slot of each partition of deliveries and their attempts, and how far ahead they exist (DESIGN 9).
+  // The time slot of each partition of deliveries and their attempts (a week: a generic plan locks every
+  // partition, so few of them), and how far ahead they exist (DESIGN 9).
   @Matches(DURATION, { message: DURATION_MESSAGE })
   DELIVERY_PARTITION_INTERVAL = '7d';
 

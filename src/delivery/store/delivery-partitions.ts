@@ -12,12 +12,6 @@ import { APP_CONFIG } from '../../core/config/config.module.js';
 
 type PartitionedTable = 'deliveries' | 'delivery_attempts';
 
-const DAY_MS = 86_400_000;
-/** DELIVERY_PARTITION_INTERVAL's default: a week, so a generic plan has few partitions to lock. */
-export const DEFAULT_PARTITION_INTERVAL_MS = 7 * DAY_MS;
-/** DELIVERY_PARTITIONS_AHEAD's default: the next week's partition exists a week before it starts. */
-export const DEFAULT_PARTITIONS_AHEAD_MS = 7 * DAY_MS;
-
 // Slots start at multiples of the interval from a Monday, so weekly partitions run Monday to Monday (UTC).
 const ORIGIN_MS = Date.UTC(2001, 0, 1);
 const slotStart = (at: number, intervalMs: number) =>

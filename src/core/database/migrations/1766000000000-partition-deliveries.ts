@@ -1,9 +1,4 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import {
-  createDeliveryPartitions,
-  DEFAULT_PARTITIONS_AHEAD_MS,
-  DEFAULT_PARTITION_INTERVAL_MS,
-} from '../../../delivery/store/delivery-partitions.js';
 import { readSqlFile } from '../sql-file.js';
 
 const storeFunction = (name: string) =>
@@ -75,15 +70,19 @@ export class PartitionDeliveries1766000000000 implements MigrationInterface {
         CONSTRAINT delivery_attempts_pkey PRIMARY KEY (delivery_id, attempt_number, started_at, delivery_created_at)
       ) PARTITION BY RANGE (delivery_created_at)`);
 
-    const [{ oldest }] = (await q.query(`SELECT min(created_at) AS oldest FROM deliveries_unpartitioned`)) as {
-      oldest: Date | null;
-    }[];
-    const now = Date.now();
-    await createDeliveryPartitions(q, {
-      from: oldest ?? new Date(now),
-      to: new Date(now + DEFAULT_PARTITIONS_AHEAD_MS),
-      intervalMs: DEFAULT_PARTITION_INTERVAL_MS,
-    });
+    // A week each (DELIVERY_PARTITION_INTERVAL's default), Monday to Monday in UTC, named and aligned as
+    // src/delivery/store/delivery-partitions.ts makes them: from the oldest row's week to a week ahead.
+    const weeks = (await q.query(`
+      SELECT to_char(s AT TIME ZONE 'UTC', 'YYYYMMDD_HH24MI') AS suffix, s AS "from", s + interval '7 days' AS "to"
+      FROM generate_series(
+        date_bin('7 days', (SELECT coalesce(min(created_at), now()) FROM deliveries_unpartitioned),
+                 '2001-01-01 00:00+00'),
+        now() + interval '7 days', interval '7 days') AS s`)) as { suffix: string; from: Date; to: Date }[];
+    for (const { suffix, from, to } of weeks) {
+      const bounds = `FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`;
+      await q.query(`CREATE TABLE deliveries_p${suffix} PARTITION OF deliveries ${bounds} WITH (fillfactor = 70)`);
+      await q.query(`CREATE TABLE delivery_attempts_p${suffix} PARTITION OF delivery_attempts ${bounds}`);
+    }
     await q.query(`INSERT INTO deliveries SELECT * FROM deliveries_unpartitioned`);
     await q.query(`
       INSERT INTO delivery_attempts (delivery_id, delivery_created_at, attempt_number, started_at, trigger,
