@@ -13,6 +13,11 @@ export const DELIVER_JOB = 'deliver';
 
 export interface DeliverJobData {
   deliveryId: string;
+  /**
+   * The delivery's created_at (ISO), which names its partition (DESIGN 9); absent from jobs queued before
+   * the tables were partitioned, whose claim looks it up.
+   */
+  createdAt?: string;
   trigger: 'scheduled' | 'manual';
   /** host:port of the webhook url (webhooks are never updated), for the host's adaptive in-flight limit. */
   destination: string;
@@ -33,6 +38,7 @@ export interface DeliverJobData {
 
 export interface DeliveryToEnqueue {
   deliveryId: string;
+  createdAt: Date;
   url: string;
   workspaceId: string;
   webhookId: string;
@@ -143,7 +149,7 @@ export class DeliveryQueue {
   private async addJobs(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger']): Promise<void> {
     const trace = currentTraceCarrier();
     const byShard = new Map<number, BulkJob[]>();
-    for (const { deliveryId, url, workspaceId, webhookId, maxInFlight, jobId } of deliveries) {
+    for (const { deliveryId, createdAt, url, workspaceId, webhookId, maxInFlight, jobId } of deliveries) {
       const destination = destinationOf(url);
       const shard = this.layout.shardOf(destination);
       const jobs = byShard.get(shard) ?? [];
@@ -151,6 +157,7 @@ export class DeliveryQueue {
         name: DELIVER_JOB,
         data: {
           deliveryId,
+          createdAt: createdAt.toISOString(),
           trigger,
           destination,
           url,

@@ -13,6 +13,7 @@ import { WebhookCaps } from './engine/admission/webhook-caps.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
+import { DeliveryPartitionUpkeep } from './scheduled/delivery-partition-upkeep.js';
 import { DeliveryRetention } from './scheduled/delivery-retention.js';
 import { DeliverySweeper } from './scheduled/delivery.sweeper.js';
 import { DeliveryWorker } from './engine/delivery.worker.js';
@@ -43,6 +44,7 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     DeliverySweeper,
     RecoveryRunner,
     DeliveryRetention,
+    DeliveryPartitionUpkeep,
   ],
 })
 export class DeliveryWorkerModule {}

@@ -5,7 +5,10 @@ import { WebhookEntity } from '../webhooks/webhook.entity.js';
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-/** One submission to one webhook: the outbox row, written in the submission's transaction. */
+/**
+ * One submission to one webhook: the outbox row, written in the submission's transaction. Partitioned by
+ * created_at (DESIGN 9, store/delivery-partitions.ts), which is therefore part of the key.
+ */
 @Entity('deliveries')
 // The logs read newest first (created_at DESC, id DESC), an order entities cannot state: see the migration.
 @Index('deliveries_webhook_log_idx', { synchronize: false })
@@ -62,7 +65,7 @@ export class DeliveryEntity {
   @Column({ name: 'last_error', type: 'text', nullable: true })
   lastError: string | null;
 
-  @Column({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
+  @PrimaryColumn({ name: 'created_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
   createdAt: Date;
 
   @Column({ name: 'updated_at', type: 'timestamptz', precision: 3, default: () => 'now()' })
@@ -78,13 +81,16 @@ export class DeliveryEntity {
 
 /**
  * An attempt is named by its delivery, its number and its start: two rows share a number only when a
- * lease ran out while a request was out and another worker took the number over.
+ * lease ran out while a request was out and another worker took the number over. It carries its
+ * delivery's created_at, its partition key, so it lives and goes with its delivery's partition.
  */
 @Entity('delivery_attempts')
 export class DeliveryAttemptEntity {
-  @ForeignKey(() => DeliveryEntity, { name: 'delivery_attempts_delivery_id_fkey', onDelete: 'CASCADE' })
   @PrimaryColumn({ name: 'delivery_id', type: 'varchar', length: 32 })
   deliveryId: string;
+
+  @PrimaryColumn({ name: 'delivery_created_at', type: 'timestamptz', precision: 3 })
+  deliveryCreatedAt: Date;
 
   @PrimaryColumn({ name: 'attempt_number', type: 'integer' })
   attemptNumber: number;

@@ -94,6 +94,7 @@ export class SubmissionsService {
     await this.queue.enqueue(
       result.delivery_ids.map((deliveryId, i) => ({
         deliveryId,
+        createdAt: now,
         url: result.urls[i],
         workspaceId,
         webhookId: result.webhook_ids[i],

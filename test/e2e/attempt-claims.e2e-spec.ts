@@ -32,6 +32,16 @@ describe('attempt claims (real Postgres, no worker)', () => {
     return { webhookId: setup.webhook.id, ids };
   }
 
+  /** Each id's created_at, as a job carries it (now for an id that is no delivery). */
+  async function createdAtOf(ids: string[]): Promise<Date[]> {
+    const rows = (await t.dataSource.query(`SELECT id, created_at FROM deliveries WHERE id = ANY($1)`, [ids])) as {
+      id: string;
+      created_at: Date;
+    }[];
+    const found = new Map(rows.map((r) => [r.id, r.created_at]));
+    return ids.map((id) => found.get(id) ?? new Date());
+  }
+
   const releaseAll = (claims: Claim[]) => {
     for (const claim of claims) if (claim.outcome === 'claimed') claim.written();
   };
@@ -82,8 +92,9 @@ describe('attempt claims (real Postgres, no worker)', () => {
     const runner = t.dataSource.createQueryRunner();
     try {
       const [{ pid }] = (await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
-      const rows = (await runner.query('SELECT delivery_id, outcome, url FROM claim_delivery_attempts($1, 60000)', [
+      const rows = (await runner.query('SELECT delivery_id, outcome, url FROM claim_delivery_attempts($1, $2, 60000)', [
         batch,
+        await createdAtOf(batch),
       ])) as { delivery_id: string; outcome: string; url: string | null }[];
       const outcomes = Object.fromEntries(rows.map((r) => [r.delivery_id, r.outcome]));
       expect(outcomes).toEqual({
@@ -129,8 +140,10 @@ describe('attempt claims (real Postgres, no worker)', () => {
     ]);
     const runner = t.dataSource.createQueryRunner();
     try {
-      const rows = (await runner.query('SELECT delivery_id, outcome FROM claim_delivery_attempts($1, 60000)', [
-        [removed.ids[0], open.ids[0]],
+      const batch = [removed.ids[0], open.ids[0]];
+      const rows = (await runner.query('SELECT delivery_id, outcome FROM claim_delivery_attempts($1, $2, 60000)', [
+        batch,
+        await createdAtOf(batch),
       ])) as { delivery_id: string; outcome: string }[];
       expect(rows.map((r) => r.outcome).sort()).toEqual(['busy', 'cancelled']);
       const [{ n }] = (await runner.query(
@@ -159,13 +172,20 @@ describe('attempt claims (real Postgres, no worker)', () => {
       // at most once a second): what the claim added is the difference within one transaction.
       const hotUpdates = async () =>
         (
-          (await runner.query(`SELECT pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass)::int AS n`)) as {
+          (await runner.query(
+            `SELECT sum(pg_stat_get_xact_tuples_hot_updated(inhrelid))::int AS n FROM pg_inherits
+             WHERE inhparent = 'deliveries'::regclass`,
+          )) as {
             n: number;
           }[]
         )[0].n;
       await runner.startTransaction();
       const before = await hotUpdates();
-      const rows = (await runner.query('SELECT outcome FROM claim_delivery_attempts($1, 60000)', [first])) as {
+      const createdAt = await createdAtOf(first);
+      const rows = (await runner.query('SELECT outcome FROM claim_delivery_attempts($1, $2, 60000)', [
+        first,
+        createdAt,
+      ])) as {
         outcome: string;
       }[];
       const hot = (await hotUpdates()) - before;

@@ -97,10 +97,18 @@ describe('the workspace delivery log (GET /deliveries)', () => {
     expect(ended.filter((d) => d.status === 'failed').map((d) => d.webhookId)).toEqual(
       ended.filter((d) => d.webhookId === other.id).map((d) => d.webhookId),
     );
-    // Two deliveries at the very same instant: id descending decides.
-    await t.dataSource.query(`UPDATE deliveries SET created_at = '2030-01-01T00:00:00Z' WHERE id IN ($1, $2)`, [
+    // Two deliveries at the very same instant (an hour ahead: a partition the migration made), their
+    // attempts moved along: id descending decides.
+    const tie = new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+    await t.dataSource.query(`UPDATE deliveries SET created_at = $3 WHERE id IN ($1, $2)`, [
       ended[2].id,
       ended[5].id,
+      tie,
+    ]);
+    await t.dataSource.query(`UPDATE delivery_attempts SET delivery_created_at = $3 WHERE delivery_id IN ($1, $2)`, [
+      ended[2].id,
+      ended[5].id,
+      tie,
     ]);
     await removeWebhook(api, webhook.id);
 

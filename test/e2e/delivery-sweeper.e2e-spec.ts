@@ -45,9 +45,15 @@ describe('delivery sweeper', () => {
     const setup = await setupWebhook(t, URL);
     const submission = await submit(setup.api, setup.calculator.id);
     const overdue = await insertOverdue(setup, submission.id, OVERDUE);
+    const rows: { id: string; created_at: Date }[] = await t.dataSource.query(
+      `SELECT id, created_at FROM deliveries WHERE id = ANY($1)`,
+      [overdue],
+    );
+    const createdAt = new Map(rows.map((r) => [r.id, r.created_at]));
     await queue.enqueue(
       overdue.map((deliveryId) => ({
         deliveryId,
+        createdAt: createdAt.get(deliveryId)!,
         url: URL,
         workspaceId: setup.workspace.id,
         webhookId: setup.webhook.id,

@@ -1,23 +1,36 @@
 import { createId } from '@paralleldrive/cuid2';
-import { insertDeliveries, ownerOf, type DeliveryOwner } from '../support/delivery-rows.js';
+import { insertDeliveries, ownerOf, type DeliveryOwner, type DeliveryRow } from '../support/delivery-rows.js';
 import { FAST_DELIVERY, setupWebhook, submit } from '../support/delivery.js';
 import { expectBadRequest, expectJson } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
-// The rows' times are set relative to now, a MARGIN away from the retention's edge on either side:
-// no test runs for 10 minutes, so no timing can move a row across it.
-const RETENTION_MS = 3_600_000;
+// Rows are placed a MARGIN away from the retention's edge on either side: no test runs for 10 minutes,
+// so no timing can move a row across it. Old rows go ten days back, before the partitions the migration
+// made (this week's and the next), into partitions of an hour each (DELIVERY_PARTITION_INTERVAL).
+const HOUR_MS = 3_600_000;
+const RETENTION_MS = HOUR_MS;
 const MARGIN_MS = 600_000;
 const ago = (ms: number) => new Date(Date.now() - ms);
-const LONG_AGO_MS = RETENTION_MS + 3_600_000;
+const LONG_AGO_MS = 10 * 24 * HOUR_MS;
 
-describe('retention (DELIVERY_RETENTION=1h)', () => {
+describe('retention (DELIVERY_RETENTION=1h, DELIVERY_PARTITION_INTERVAL=1h)', () => {
   let t: TestApp;
   let receiver: Receiver;
+  // Each test takes hours of its own, ten days back, so no two share a partition.
+  let nextSlot = Math.floor((Date.now() - LONG_AGO_MS) / HOUR_MS) * HOUR_MS;
+  const slot = () => {
+    nextSlot += HOUR_MS;
+    return (minutes: number) => new Date(nextSlot + minutes * 60_000);
+  };
 
   beforeAll(async () => {
-    t = await createTestApp({ ...FAST_DELIVERY, DELIVERY_RETENTION: '1h' });
+    t = await createTestApp({
+      ...FAST_DELIVERY,
+      DELIVERY_RETENTION: '1h',
+      DELIVERY_PARTITION_INTERVAL: '1h',
+      DELIVERY_PARTITIONS_AHEAD: '1h',
+    });
     receiver = await Receiver.start(() => ({ status: 200 }));
   });
   afterAll(async () => {
@@ -25,114 +38,154 @@ describe('retention (DELIVERY_RETENTION=1h)', () => {
     await t.close();
   });
 
-  const count = async (sql: string, params: unknown[]) => ((await t.dataSource.query(sql, params))[0].n as number) ?? 0;
-  const deliveriesOf = (webhookId: string) =>
-    count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1`, [webhookId]);
-  const attemptsOf = (ids: string[]) =>
-    count(`SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = ANY($1)`, [ids]);
+  const query = <T>(sql: string, params: unknown[] = []) => t.dataSource.query(sql, params) as Promise<T[]>;
   const existing = async (ids: string[]) =>
-    ((await t.dataSource.query(`SELECT id FROM deliveries WHERE id = ANY($1)`, [ids])) as { id: string }[]).map(
-      (r) => r.id,
+    (await query<{ id: string }>(`SELECT id FROM deliveries WHERE id = ANY($1)`, [ids])).map((r) => r.id);
+  const attemptsOf = async (ids: string[]) =>
+    (
+      await query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = ANY($1)`, [ids])
+    )[0].n;
+  /** The partition holding the delivery, or null when it is gone. */
+  const partitionOf = async (id: string) =>
+    (await query<{ name: string }>(`SELECT tableoid::regclass::text AS name FROM deliveries WHERE id = $1`, [id]))[0]
+      ?.name ?? null;
+  const tableExists = async (name: string) =>
+    (await query<{ found: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS found`, [name]))[0].found;
+
+  async function withAttempts(owner: DeliveryOwner, rows: DeliveryRow[]): Promise<string[]> {
+    const ids = await insertDeliveries(t, owner, rows);
+    await query(
+      `INSERT INTO delivery_attempts (delivery_id, delivery_created_at, attempt_number, trigger, started_at,
+                                      duration_ms, succeeded)
+       SELECT d.id, d.created_at, 1, 'scheduled', d.created_at, 5, true FROM deliveries d WHERE d.id = ANY($1)`,
+      [ids],
     );
+    return ids;
+  }
 
   /**
-   * Waits for a retention pass that began after this call: a sentinel row ended long ago is inserted and
-   * must go. Every pass looks at all rows, so rows still there afterwards were kept by a pass, not missed.
+   * Waits for a retention pass that began after this call: a sentinel partition, all of it ended long
+   * ago, must go. Every pass looks at every partition, so partitions still there were kept by a pass.
    */
   async function afterAPass(owner: DeliveryOwner) {
-    const [sentinel] = await insertDeliveries(t, owner, [{ status: 'succeeded', createdAt: ago(LONG_AGO_MS) }]);
-    await waitFor(
-      async () => (await existing([sentinel])).length === 0,
-      20_000,
-      'a retention pass to take the sentinel',
-    );
+    const [sentinel] = await insertDeliveries(t, owner, [{ status: 'succeeded', createdAt: slot()(0) }]);
+    await waitFor(async () => (await existing([sentinel])).length === 0, 20_000, 'a pass to drop the sentinel');
   }
 
   /** A webhook with one delivered submission, and the owner for rows inserted beside it. */
   async function delivered() {
     const setup = await setupWebhook(t, receiver.url);
     const submission = await submit(setup.api, setup.calculator.id);
-    const [real] = await waitFor(async () => {
-      const rows = await t.dataSource.query(
-        `SELECT id, completed_at AS "completedAt" FROM deliveries WHERE submission_id = $1 AND status = 'succeeded'`,
-        [submission.id],
-      );
-      return rows.length === 1 ? (rows as { id: string; completedAt: Date }[]) : null;
+    await waitFor(async () => {
+      const rows = await query(`SELECT id FROM deliveries WHERE submission_id = $1 AND status = 'succeeded'`, [
+        submission.id,
+      ]);
+      return rows.length === 1;
     });
-    const owner = ownerOf(setup, submission);
-    return { ...setup, submission, real, owner };
+    return { ...setup, submission, owner: ownerOf(setup, submission) };
   }
 
-  it('deletes deliveries that ended more than the retention ago, with their attempts, never a pending one', async () => {
-    const { owner, real, submission, workspace } = await delivered();
-    const old = await insertDeliveries(t, owner, [
-      ...Array.from({ length: 2_500 }, () => ({ status: 'succeeded' as const, createdAt: ago(LONG_AGO_MS) })), // several batches
-      { status: 'failed', createdAt: ago(LONG_AGO_MS) },
-      { status: 'cancelled', createdAt: ago(LONG_AGO_MS) },
-      { status: 'skipped', createdAt: ago(LONG_AGO_MS) },
-      { status: 'succeeded', createdAt: ago(RETENTION_MS + MARGIN_MS) }, // just outside the retention
+  it('drops a partition once none of its deliveries is pending or ended within the retention, attempts too', async () => {
+    const { owner, submission, workspace } = await delivered();
+    const gone = slot();
+    // `guard` (pending) keeps the old partition until every row is in; then it ends long ago.
+    const [guard, ...old] = await withAttempts(owner, [
+      { status: 'pending', createdAt: gone(0) },
+      ...Array.from({ length: 2_500 }, (_, i) => ({ status: 'succeeded' as const, createdAt: gone(i % 60) })),
+      { status: 'failed', createdAt: gone(1) },
+      { status: 'cancelled', createdAt: gone(2) },
+      { status: 'skipped', createdAt: gone(3), completedAt: ago(RETENTION_MS + MARGIN_MS) }, // just outside
     ]);
-    const kept = await insertDeliveries(t, owner, [
-      { status: 'succeeded', createdAt: ago(RETENTION_MS - MARGIN_MS) }, // just inside the retention
-      { status: 'failed', createdAt: ago(LONG_AGO_MS), completedAt: ago(RETENTION_MS - MARGIN_MS) }, // ended late
-      { status: 'pending', createdAt: ago(LONG_AGO_MS) },
+    const [pending] = await withAttempts(owner, [{ status: 'pending', createdAt: slot()(5) }]);
+    const [recent] = await withAttempts(owner, [
+      { status: 'failed', createdAt: slot()(5), completedAt: ago(RETENTION_MS - MARGIN_MS) }, // ended late
     ]);
-    await t.dataSource.query(
-      `INSERT INTO delivery_attempts (delivery_id, attempt_number, trigger, started_at, duration_ms, succeeded)
-       SELECT d, 1, 'scheduled', now() - interval '2 hours', 5, true FROM unnest($1::varchar[]) AS x(d)`,
-      [[...old.slice(0, 3), kept[0]]],
-    );
-    expect(await attemptsOf(old.slice(0, 3))).toBe(3);
-    expect(await attemptsOf([real.id])).toBe(1);
+    const oldPartition = (await partitionOf(old[0]))!;
+    const keptPartitions = [await partitionOf(pending), await partitionOf(recent)];
+    expect(oldPartition).toMatch(/^deliveries_p\d{8}_\d{4}$/);
+    expect(keptPartitions).not.toContain(oldPartition);
+    expect(await attemptsOf(old)).toBe(old.length);
+    await query(`UPDATE deliveries SET status = 'failed', completed_at = $2 WHERE id = $1`, [
+      guard,
+      ago(RETENTION_MS + MARGIN_MS),
+    ]);
 
-    await waitFor(async () => (await existing(old)).length === 0, 20_000, 'the old ended deliveries to go');
+    await waitFor(async () => (await existing(old)).length === 0, 20_000, 'the old partition to go');
     await afterAPass(owner);
-    expect(await attemptsOf(old.slice(0, 3))).toBe(0);
-    // Ended within the retention (the real delivery moments ago), or pending: still there, attempts too.
-    expect((await existing([real.id, ...kept])).sort()).toEqual([real.id, ...kept].sort());
-    expect(await attemptsOf([real.id, kept[0]])).toBe(2);
+    expect(await tableExists(oldPartition)).toBe(false);
+    expect(await tableExists(oldPartition.replace('deliveries_', 'delivery_attempts_'))).toBe(false);
+    expect(await attemptsOf(old)).toBe(0);
+    // Pending, or ended within the retention: their partitions stay, attempts too.
+    expect((await existing([pending, recent])).sort()).toEqual([pending, recent].sort());
+    expect([await partitionOf(pending), await partitionOf(recent)]).toEqual(keptPartitions);
+    expect(await attemptsOf([pending, recent])).toBe(2);
 
-    // Once it ended longer ago than the retention, the real delivery goes too, with its attempt.
-    await t.dataSource.query(`UPDATE deliveries SET completed_at = $2 WHERE id = $1`, [real.id, ago(LONG_AGO_MS)]);
-    await waitFor(async () => (await existing([real.id])).length === 0, 20_000, 'the real delivery to go');
-    expect(await attemptsOf([real.id])).toBe(0);
-    expect((await existing(kept)).sort()).toEqual([...kept].sort());
-    expect(await deliveriesOf(owner.webhookId)).toBe(kept.length);
+    // Once the pending one ended longer ago than the retention, its partition goes too.
+    await query(`UPDATE deliveries SET status = 'failed', completed_at = $2 WHERE id = $1`, [
+      pending,
+      ago(RETENTION_MS + MARGIN_MS),
+    ]);
+    await waitFor(async () => (await existing([pending])).length === 0, 20_000, 'the partition of the ended one');
+    expect(await attemptsOf([pending])).toBe(0);
+    expect(await existing([recent])).toEqual([recent]);
     // Submissions are the product's data: they stay.
-    expect(await count(`SELECT count(*)::int AS n FROM submissions WHERE workspace_id = $1`, [workspace.id])).toBe(1);
-    expect(await count(`SELECT count(*)::int AS n FROM submissions WHERE id = $1`, [submission.id])).toBe(1);
+    const [{ n }] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM submissions WHERE workspace_id = $1`, [
+      workspace.id,
+    ]);
+    expect(n).toBe(1);
+    expect(await query(`SELECT id FROM submissions WHERE id = $1`, [submission.id])).toHaveLength(1);
   }, 60_000);
 
-  it('skips rows another transaction holds instead of waiting for them, and takes them on a later pass', async () => {
-    const { owner } = await delivered();
-    const [held, ...free] = await insertDeliveries(
-      t,
-      owner,
-      Array.from({ length: 5 }, () => ({ status: 'failed' as const, createdAt: ago(LONG_AGO_MS) })),
-    );
+  it('keeps the partition of a delivery retried near the edge: it is pending again, then ended within the retention', async () => {
+    const { owner, api, webhook } = await delivered();
+    const at = slot();
+    // `guard` (pending) keeps the partition until the retry is in; then it ends long ago.
+    const [retried, guard] = await insertDeliveries(t, owner, [
+      { status: 'failed', createdAt: at(0) },
+      { status: 'pending', createdAt: at(1) },
+    ]);
+    expectJson(await api.post(`/webhooks/${webhook.id}/deliveries/${retried}/retry`), 202);
+    await query(`UPDATE deliveries SET status = 'failed', completed_at = $2 WHERE id = $1`, [
+      guard,
+      ago(RETENTION_MS + MARGIN_MS),
+    ]);
+    await waitFor(async () => {
+      const [row] = await query<{ status: string }>(`SELECT status FROM deliveries WHERE id = $1`, [retried]);
+      return row.status === 'succeeded';
+    }, 10_000);
+    await afterAPass(owner);
+    expect((await existing([retried, guard])).sort()).toEqual([retried, guard].sort());
+    expect(await attemptsOf([retried])).toBe(1);
+  });
+
+  it('gives up while another transaction holds the table, without holding up deliveries, and drops it later', async () => {
+    const { owner, api, calculator } = await delivered();
+    const [held] = await insertDeliveries(t, owner, [{ status: 'failed', createdAt: slot()(0) }]);
     const holder = t.dataSource.createQueryRunner();
     await holder.connect();
     try {
       await holder.startTransaction();
       await holder.query(`SELECT id FROM deliveries WHERE id = $1 FOR UPDATE`, [held]);
-      await waitFor(async () => (await existing(free)).length === 0, 20_000, 'the free rows to go');
+      // Passes meanwhile wait at most their lock timeout each: a submission is still delivered.
+      const before = receiver.requests.length;
+      await submit(api, calculator.id);
+      await waitFor(() => receiver.requests.length > before, 10_000, 'a delivery while retention waits');
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(await existing([held])).toEqual([held]);
       await holder.commitTransaction();
     } finally {
       await holder.release();
     }
-    await waitFor(async () => (await existing([held])).length === 0, 20_000, 'the released row to go');
+    await waitFor(async () => (await existing([held])).length === 0, 20_000, 'the released partition to go');
   });
 
   it('deletes ended recoveries, never a running one', async () => {
     const { owner } = await delivered();
     // Disabled: the worker leaves its running recovery as it is.
-    await t.dataSource.query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [
-      owner.webhookId,
-    ]);
+    await query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [owner.webhookId]);
     const ids = { completed: createId(), cancelled: createId(), running: createId() };
     const insertRecovery = (id: string, status: string, endedAgoMs: number) =>
-      t.dataSource.query(
+      query(
         `INSERT INTO recoveries (id, workspace_id, webhook_id, since, until, status, created_at, updated_at, completed_at)
          VALUES ($1, $2, $3, $5::timestamptz - interval '1 hour', $5, $4::varchar, $5, $5, CASE WHEN $4::varchar <> 'running' THEN $5 END)`,
         [id, owner.workspaceId, owner.webhookId, status, ago(endedAgoMs)],
@@ -140,11 +193,10 @@ describe('retention (DELIVERY_RETENTION=1h)', () => {
     for (const [status, id] of Object.entries(ids)) await insertRecovery(id, status, LONG_AGO_MS);
     const recent = createId(); // ended within the retention
     await insertRecovery(recent, 'completed', RETENTION_MS - MARGIN_MS);
-    const left = async () =>
-      (await t.dataSource.query(`SELECT id, status FROM recoveries WHERE webhook_id = $1`, [owner.webhookId])) as {
-        id: string;
-        status: string;
-      }[];
+    const left = () =>
+      query<{ id: string; status: string }>(`SELECT id, status FROM recoveries WHERE webhook_id = $1`, [
+        owner.webhookId,
+      ]);
     await waitFor(async () => (await left()).length === 2, 20_000, 'the old ended recoveries to go');
     // A later pass, seen by a sentinel recovery of its own going, keeps them too.
     const sentinel = createId();

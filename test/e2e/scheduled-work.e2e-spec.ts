@@ -10,6 +10,7 @@ import { ensureBuilt, spawnWorker, type WorkerProcess } from '../support/worker-
 const EVERY_MS = 500;
 const SWEEP = 'sweep-overdue-deliveries';
 const SCHEDULERS = [
+  { key: 'create-delivery-partitions', every: 3_600_000 },
   { key: 'delete-audit-events-past-retention', every: 3_600_000 },
   { key: 'delete-deliveries-past-retention', every: EVERY_MS },
   { key: 'purge-expired-idempotency-keys', every: 60_000 },
@@ -50,7 +51,7 @@ describe('scheduled work as BullMQ job schedulers (two worker instances, one QUE
     await t.close();
   });
 
-  it('shows the sweeper, both retentions, recovery runs and the idempotency-key purge as job schedulers', async () => {
+  it('shows the sweeper, both retentions, partition upkeep, recovery runs and the idempotency-key purge as job schedulers', async () => {
     await expectSchedulers(queue, 10_000);
   });
 

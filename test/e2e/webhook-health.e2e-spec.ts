@@ -329,6 +329,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     ]);
     await env.t.app.get(DeliveryQueue).runNow({
       deliveryId: delivery.id,
+      createdAt: new Date(delivery.createdAt),
       url: receiver.url,
       workspaceId: workspace.id,
       webhookId: webhook.id,
@@ -391,8 +392,14 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
       });
       return { ...setup, deliveries };
     }
-    const attempt = (deliveryId: string, attemptNumber: number, at: number, statusCode: number): AttemptRecord => ({
-      deliveryId,
+    const attempt = (
+      delivery: { id: string; createdAt: string },
+      attemptNumber: number,
+      at: number,
+      statusCode: number,
+    ): AttemptRecord => ({
+      deliveryId: delivery.id,
+      deliveryCreatedAt: new Date(delivery.createdAt),
       attemptNumber,
       trigger: 'scheduled',
       startedAt: new Date(at),
@@ -415,7 +422,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
       const { api, webhook, deliveries } = await webhookWithPending(3);
       expect((await healthOf(api, webhook.id)).consecutiveFailures).toBe(3);
       const t0 = Date.now();
-      const [a, b, c] = deliveries.map((d) => d.id);
+      const [a, b, c] = deliveries;
       expect(
         await writeBatch([attempt(a, 2, t0, 500), attempt(b, 2, t0 + 10, 200), attempt(c, 2, t0 + 20, 502)]),
       ).toEqual(['pending', 'succeeded', 'pending']);
@@ -449,8 +456,8 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
           [one.webhook.id],
         );
         const [first, second, disabled] = await Promise.all([
-          writeBatch([attempt(one.deliveries[0].id, n, at, 500), attempt(two.deliveries[0].id, n, at, 500)]),
-          writeBatch([attempt(two.deliveries[1].id, n, at, 500), attempt(one.deliveries[1].id, n, at, 500)]),
+          writeBatch([attempt(one.deliveries[0], n, at, 500), attempt(two.deliveries[0], n, at, 500)]),
+          writeBatch([attempt(two.deliveries[1], n, at, 500), attempt(one.deliveries[1], n, at, 500)]),
           // Disable locks the webhook, then its deliveries; the batch must not hold a delivery while it waits.
           one.api.post(`/webhooks/${one.webhook.id}/disable`),
         ]);

@@ -1,5 +1,6 @@
 import { createId } from '@paralleldrive/cuid2';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
+import { DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
 import type { TestApp } from './test-app.js';
 
 /** Whose rows insertDeliveries writes: a webhook, and a submission of its calculator. */
@@ -31,9 +32,12 @@ export interface DeliveryRow {
 /**
  * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,
  * thousands of them, exact createdAt ties); `submissionId` must be a submission of the webhook's calculator.
+ * Partitions are made for createdAt times before the migration's (rows of days ago, say).
  */
 export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: DeliveryRow[]): Promise<string[]> {
   const ids = rows.map(() => createId());
+  const times = rows.map((r) => r.createdAt.getTime());
+  await t.app.get(DeliveryPartitions).ensure(new Date(Math.min(...times)), new Date(Math.max(...times) + 1));
   const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
   await t.dataSource.query(
     `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,

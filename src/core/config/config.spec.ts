@@ -52,10 +52,20 @@ describe('loadConfig', () => {
     expect(loadConfig({ DELIVERY_RETRY_SCHEDULE: '1d' }).retryScheduleMs).toEqual([86_400_000]);
   });
 
+  it('reads the partitions of the delivery tables (DESIGN 9): a week each, a week ahead, by default', () => {
+    expect(loadConfig({}).deliveryPartitions).toEqual({ intervalMs: 7 * 86_400_000, aheadMs: 7 * 86_400_000 });
+    expect(
+      loadConfig({ DELIVERY_PARTITION_INTERVAL: '1h', DELIVERY_PARTITIONS_AHEAD: '2d' }).deliveryPartitions,
+    ).toEqual({ intervalMs: 3_600_000, aheadMs: 2 * 86_400_000 });
+  });
+
   it.each([
     ['WEBHOOK_DISABLE_AFTER', '5 days'],
     ['WEBHOOK_DISABLE_MIN_FAILURES', '0'],
     ['DELIVERY_RETENTION', '-1d'],
+    ['DELIVERY_PARTITION_INTERVAL', '30s'], // partitions are named by the minute
+    ['DELIVERY_PARTITIONS_AHEAD', 'a week'],
+    ['DELIVERY_PARTITIONS_AHEAD', '30m'], // the hourly upkeep could leave a gap
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://localhost/x'],

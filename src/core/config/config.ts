@@ -143,6 +143,14 @@ export class EnvironmentVariables {
   @Matches(DURATION, { message: DURATION_MESSAGE })
   DELIVERY_RETENTION = '30d';
 
+  // The time slot of each partition of deliveries and their attempts (a week: a generic plan locks every
+  // partition, so few of them), and how far ahead they exist (DESIGN 9).
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  DELIVERY_PARTITION_INTERVAL = '7d';
+
+  @Matches(DURATION, { message: DURATION_MESSAGE })
+  DELIVERY_PARTITIONS_AHEAD = '7d';
+
   @Matches(DURATION, { message: DURATION_MESSAGE })
   AUDIT_RETENTION = '365d';
 
@@ -249,6 +257,11 @@ export interface AppConfig {
   webhookDisable: { afterMs: number; minFailures: number };
   /** Ended deliveries (with their attempts) and ended recoveries older than this are deleted (DESIGN 7.7). */
   deliveryRetentionMs: number;
+  /**
+   * deliveries and delivery_attempts are partitioned by the delivery's created_at, one partition per
+   * `intervalMs`, created `aheadMs` ahead of time (DESIGN 9).
+   */
+  deliveryPartitions: { intervalMs: number; aheadMs: number };
   /** How long audit events are kept (AUDIT_RETENTION, DESIGN 10). */
   auditRetentionMs: number;
   /** The longest a portal link, and the console session it opens, lasts (PORTAL_LINK_TTL, DESIGN 10). */
@@ -345,6 +358,16 @@ function portalLinkTtl(value: string): number {
   return ms;
 }
 
+function deliveryPartitions(interval: string, ahead: string): AppConfig['deliveryPartitions'] {
+  const intervalMs = parseDuration(interval);
+  // A partition is named after the minute it starts.
+  if (intervalMs < 60_000) throw new ConfigError('DELIVERY_PARTITION_INTERVAL: must be at least 1m');
+  // Less would leave a submission without a partition whenever one run of the upkeep job is late.
+  const aheadMs = parseDuration(ahead);
+  if (aheadMs < 3_600_000) throw new ConfigError('DELIVERY_PARTITIONS_AHEAD: must be at least 1h');
+  return { intervalMs, aheadMs };
+}
+
 function tracing(env: EnvironmentVariables): AppConfig['tracing'] {
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT === '' || optionalBool('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false)) {
     return null;
@@ -403,6 +426,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       minFailures: env.WEBHOOK_DISABLE_MIN_FAILURES,
     },
     deliveryRetentionMs: parseDuration(env.DELIVERY_RETENTION),
+    deliveryPartitions: deliveryPartitions(env.DELIVERY_PARTITION_INTERVAL, env.DELIVERY_PARTITIONS_AHEAD),
     auditRetentionMs: parseDuration(env.AUDIT_RETENTION),
     portalLinkTtlMs: portalLinkTtl(env.PORTAL_LINK_TTL),
     portalFrameAncestors: env.PORTAL_FRAME_ANCESTORS.split(/\s+/).filter(Boolean),

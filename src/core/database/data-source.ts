@@ -4,12 +4,14 @@ import { Baseline1764800000000 } from './migrations/1764800000000-baseline.js';
 import { AuditEvents1765000000000 } from './migrations/1765000000000-audit-events.js';
 import { WebhookSettings1765100000000 } from './migrations/1765100000000-webhook-settings.js';
 import { PortalLinks1765300000000 } from './migrations/1765300000000-portal-links.js';
+import { PartitionDeliveries1766000000000 } from './migrations/1766000000000-partition-deliveries.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
   AuditEvents1765000000000,
   WebhookSettings1765100000000,
   PortalLinks1765300000000,
+  PartitionDeliveries1766000000000,
 ];
 
 /**

@@ -71,14 +71,14 @@ export class DeliveryAttemptService {
 
   /** One claim and send; 'unsent' (the lease given back, nothing recorded) when `mayRetry` and nothing went out. */
   private async attempt(
-    { deliveryId, trigger, url }: DeliverJobData,
+    { deliveryId, createdAt, trigger, url }: DeliverJobData,
     mayRetry: boolean,
     answered: (result: SendResult) => void,
   ): Promise<RunResult | 'unsent'> {
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
     const connection = await inSpan('delivery.connect', {}, () => this.sender.connect(url));
     const claim = await inSpan('delivery.claim', {}, async (span) => {
-      const claimed = await this.claims.claim(deliveryId);
+      const claimed = await this.claims.claim(deliveryId, createdAt ? new Date(createdAt) : undefined);
       span.setAttribute('delivery.claim', claimed.outcome);
       return claimed;
     }).catch((error: unknown) => {
@@ -102,7 +102,7 @@ export class DeliveryAttemptService {
       { kind: SpanKind.CLIENT },
     );
     if (result.unsent && mayRetry) {
-      await this.store.releaseLease(deliveryId);
+      await this.store.releaseLease(deliveryId, claim.context.delivery_created_at);
       return 'unsent';
     }
     answered(result);
@@ -143,6 +143,7 @@ export class DeliveryAttemptService {
     const recorded = await inSpan('delivery.record', { 'delivery.attempt_number': attemptNumber }, () =>
       this.records.record({
         deliveryId,
+        deliveryCreatedAt: ctx.delivery_created_at,
         attemptNumber,
         trigger,
         startedAt,

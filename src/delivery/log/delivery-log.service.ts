@@ -61,7 +61,11 @@ export class DeliveryLogService {
     if (filter.until) query.andWhere('d.created_at < :until', { until: filter.until });
     if (filter.after) {
       const { createdAt, id } = filter.after;
-      query.andWhere('(d.created_at, d.id) < (:afterAt, :afterId)', { afterAt: createdAt, afterId: id });
+      // The plain bound lets the planner prune the partitions after the cursor; the row comparison cannot.
+      query.andWhere('d.created_at <= :afterAt AND (d.created_at, d.id) < (:afterAt, :afterId)', {
+        afterAt: createdAt,
+        afterId: id,
+      });
     }
     // One row more than the page tells whether another page follows, without an empty last page.
     const rows = await query
@@ -81,7 +85,10 @@ export class DeliveryLogService {
 
   private async detail(delivery: DeliveryEntity): Promise<DeliveryDetail> {
     const [attempts, submission] = await Promise.all([
-      this.attempts.find({ where: { deliveryId: delivery.id }, order: { attemptNumber: 'ASC', startedAt: 'ASC' } }),
+      this.attempts.find({
+        where: { deliveryId: delivery.id, deliveryCreatedAt: delivery.createdAt },
+        order: { attemptNumber: 'ASC', startedAt: 'ASC' },
+      }),
       delivery.submissionId === null ? null : this.submissions.findOneByOrFail({ id: delivery.submissionId }),
     ]);
     // A test delivery (DESIGN 7.4) carries its sample submission instead of a stored one.
@@ -99,11 +106,11 @@ export class DeliveryLogService {
     const webhook = await this.webhooks.getActive(workspaceId, webhookId);
     const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
     const pending = delivery.status === 'pending';
-    const maxAttempts = await this.store.retry(deliveryId, pending);
+    const maxAttempts = await this.store.retry(delivery, pending);
     if (maxAttempts === null) {
       throw ApiError.invalidField('status', 'the delivery changed meanwhile (another retry, or its attempt ended)');
     }
-    const job = { deliveryId, url: webhook.url, workspaceId, webhookId };
+    const job = { deliveryId, createdAt: delivery.createdAt, url: webhook.url, workspaceId, webhookId };
     if (pending) await this.queue.runNow({ ...job, maxAttempts });
     else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, maxAttempts) }], 'manual');
     return this.findDelivery(workspaceId, webhookId, deliveryId);

@@ -111,7 +111,8 @@ export class RecoveryRunner {
       .andWhere('d.status IN (:...statuses)', { statuses: TRANSITIONS.recover.from })
       // What `matched` counted: failed or skipped when the recovery was asked for, not ended since.
       .andWhere('d.updated_at <= :asked', { asked: recovery.createdAt })
-      .andWhere('(d.created_at, d.id) > (:afterAt, :afterId)', {
+      // The plain bound lets the planner prune the partitions before the cursor; the row comparison cannot.
+      .andWhere('d.created_at >= :afterAt AND (d.created_at, d.id) > (:afterAt, :afterId)', {
         afterAt: recovery.cursorCreatedAt ?? recovery.since,
         afterId: recovery.cursorId ?? '',
       })
@@ -119,10 +120,8 @@ export class RecoveryRunner {
       .addOrderBy('d.id', 'ASC')
       .limit(BATCH)
       .getMany();
-    const requeued = await this.store.recover(
-      manager,
-      batch.map((d) => d.id),
-    );
+    const requeued = await this.store.recover(manager, batch);
+    const createdAt = new Map(batch.map((d) => [d.id, d.createdAt]));
     const last = batch[batch.length - 1];
     const done = batch.length < BATCH;
     await manager.update(
@@ -137,6 +136,7 @@ export class RecoveryRunner {
     if (done) await this.end(manager, recoveryId, 'completed');
     const jobs = requeued.map((d) => ({
       deliveryId: d.id,
+      createdAt: createdAt.get(d.id)!,
       url: webhook.url,
       workspaceId: recovery.workspaceId,
       webhookId: webhook.id,

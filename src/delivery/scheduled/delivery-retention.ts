@@ -3,14 +3,14 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
-import { DeliveryStore } from '../store/delivery-store.js';
+import { DeliveryPartitions } from '../store/delivery-partitions.js';
 import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 
 const BATCH = 1000;
-// Between two deletes: the worker's own writes to these tables never queue behind a long run of them.
+// Between two deletes: the worker's own writes never queue behind a long run of them.
 const BATCH_PAUSE_MS = 50;
 
-// As the store's EXPIRE_ENDED for deliveries: small batches, rows another transaction holds skipped.
+// Small batches, rows another transaction holds skipped.
 const DELETE_ENDED_RECOVERIES = `
   DELETE FROM recoveries WHERE id IN (
     SELECT id FROM recoveries
@@ -18,30 +18,33 @@ const DELETE_ENDED_RECOVERIES = `
     ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
 
 /**
- * Retention (DESIGN 7.7): deliveries that ended more than DELIVERY_RETENTION ago are deleted with their
- * attempts, and ended recoveries likewise, in small batches each SWEEP_INTERVAL_MS. Submissions stay.
+ * Retention (DESIGN 7.7), each SWEEP_INTERVAL_MS: the partitions of deliveries (with their attempts')
+ * past DELIVERY_RETENTION are dropped whole once none of their deliveries is pending or ended within it;
+ * ended recoveries are deleted in small batches. Submissions stay.
  */
 @Injectable()
 export class DeliveryRetention {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly store: DeliveryStore,
+    private readonly partitions: DeliveryPartitions,
   ) {}
 
   /**
-   * Deletes what retention lets go; returns how many rows (deliveries and recoveries) it deleted. Stops
-   * between batches once `signal` is aborted.
+   * Drops and deletes what retention lets go; returns the partitions dropped and how many recoveries were
+   * deleted. Stops between steps once `signal` is aborted.
    */
   @ScheduledJob({ name: 'delete-deliveries-past-retention', every: (config) => config.sweepIntervalMs })
-  async purgeOnce(signal?: AbortSignal): Promise<number> {
-    let deleted = 0;
-    deleted += await this.deleteInBatches(
-      (batch) => this.store.expireEnded(this.config.deliveryRetentionMs, batch),
-      signal,
-    );
-    deleted += await this.deleteInBatches((batch) => this.deleteEndedRecoveries(batch), signal);
-    return deleted;
+  async purgeOnce(signal?: AbortSignal): Promise<{ partitions: string[]; recoveries: number }> {
+    const partitions = await this.partitions.dropExpired(this.config.deliveryRetentionMs, signal);
+    let recoveries = 0;
+    while (!signal?.aborted) {
+      const count = await this.deleteEndedRecoveries(BATCH);
+      recoveries += count;
+      if (count < BATCH) break;
+      await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+    }
+    return { partitions, recoveries };
   }
 
   private async deleteEndedRecoveries(batch: number): Promise<number> {
@@ -50,19 +53,5 @@ export class DeliveryRetention {
       batch,
     ])) as [unknown, number];
     return count;
-  }
-
-  private async deleteInBatches(
-    deleteBatch: (batch: number) => Promise<number>,
-    signal?: AbortSignal,
-  ): Promise<number> {
-    let deleted = 0;
-    while (!signal?.aborted) {
-      const count = await deleteBatch(BATCH);
-      deleted += count;
-      if (count < BATCH) break;
-      await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
-    }
-    return deleted;
   }
 }

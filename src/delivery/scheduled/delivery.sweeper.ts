@@ -33,7 +33,13 @@ export class DeliverySweeper {
     while (!signal?.aborted) {
       const rows = await this.store.overdue(dueBefore, after, SWEEP_BATCH);
       await this.queue.add(
-        rows.map((r) => ({ deliveryId: r.id, url: r.url, workspaceId: r.workspaceId, webhookId: r.webhookId })),
+        rows.map((r) => ({
+          deliveryId: r.id,
+          createdAt: r.createdAt,
+          url: r.url,
+          workspaceId: r.workspaceId,
+          webhookId: r.webhookId,
+        })),
       );
       offered += rows.length;
       if (rows.length < SWEEP_BATCH) break;

@@ -4,9 +4,9 @@ import { DataSource } from 'typeorm';
 import { Batcher } from '../../core/batcher.js';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
-import { connectionOf, queryPreparedOn, type PooledConnection } from '../../core/database/prepared.js';
+import { connectionOf, queryPrepared, queryPreparedOn, type PooledConnection } from '../../core/database/prepared.js';
 import type { RetryScheduleName } from '../retry-schedule.js';
-import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK } from './delivery-statements.js';
+import { ATTEMPT_CLAIM, ATTEMPT_UNLOCK, CREATED_AT_OF } from './delivery-statements.js';
 
 /** A webhook's settings (DESIGN 10) as the claim reads them with its row; null: the service default. */
 export interface AttemptSettings {
@@ -17,6 +17,8 @@ export interface AttemptSettings {
 }
 
 export interface AttemptContext {
+  /** The delivery's created_at, which names its partition (the record needs it). */
+  delivery_created_at: Date;
   attempt_count: number;
   max_attempts: number;
   webhook_id: string;
@@ -45,10 +47,15 @@ export type Claim =
   | { outcome: 'claimed'; context: AttemptContext; written: () => void }
   | { outcome: 'cancelled' | 'skipped' | 'busy' | 'ended' };
 
-type ClaimRow = AttemptContext & {
+type ClaimRow = Omit<AttemptContext, 'delivery_created_at'> & {
   delivery_id: string;
   outcome: 'claimed' | 'cancelled' | 'skipped' | 'busy' | 'ended';
 };
+
+interface ToClaim {
+  id: string;
+  createdAt?: Date;
+}
 
 // A request is handed to its socket within a tick of its claim; this bound only guards against a bug.
 const FENCE_MAX_MS = 5_000;
@@ -65,7 +72,7 @@ const MAX_CONCURRENT = 2;
 @Injectable()
 export class AttemptClaims {
   private readonly logger = new Logger('AttemptClaims');
-  private readonly batcher: Batcher<string, Claim>;
+  private readonly batcher: Batcher<ToClaim, Claim>;
   private readonly leaseMs: number;
 
   constructor(
@@ -80,15 +87,24 @@ export class AttemptClaims {
     this.leaseMs = config.deliveryTimeoutMs * 2 + 10_000;
   }
 
-  claim(deliveryId: string): Promise<Claim> {
-    return this.batcher.add(deliveryId);
+  /** `createdAt`: the delivery's, from its job; without it (an older job) it is looked up first. */
+  claim(deliveryId: string, createdAt?: Date): Promise<Claim> {
+    return this.batcher.add({ id: deliveryId, createdAt });
   }
 
-  private async claimBatch(ids: string[]): Promise<Claim[]> {
+  private async claimBatch(batch: ToClaim[]): Promise<Claim[]> {
+    const known = await this.withCreatedAt(batch);
+    const ids = known.map((d) => d.id);
+    const createdAt = new Map(known.map((d) => [d.id, d.createdAt]));
+    if (known.length === 0) return batch.map(() => ({ outcome: 'ended' }));
     const connection = await connectionOf(this.dataSource);
     let rows: ClaimRow[];
     try {
-      rows = await queryPreparedOn<ClaimRow>(connection.client, ATTEMPT_CLAIM, [ids, this.leaseMs]);
+      rows = await queryPreparedOn<ClaimRow>(connection.client, ATTEMPT_CLAIM, [
+        ids,
+        known.map((d) => d.createdAt),
+        this.leaseMs,
+      ]);
     } catch (error) {
       // Session-level locks the claim took before failing (a timeout, say) must not stay on a pooled connection.
       this.unlocker(connection)();
@@ -112,13 +128,30 @@ export class AttemptClaims {
     // One delivery can have two jobs (a manual retry's and the sweeper's, say) whose claims land in one
     // batch: the function claims it once, so only the first gets it and the other is told to look later.
     const given = new Set<string>();
-    return ids.map((id): Claim => {
+    return batch.map(({ id }): Claim => {
       const row = byId.get(id);
       if (!row) return { outcome: 'ended' };
       if (row.outcome !== 'claimed') return { outcome: row.outcome };
       if (given.has(id)) return { outcome: 'busy' };
       given.add(id);
-      return { outcome: 'claimed', context: row, written: writtenOnce() };
+      return {
+        outcome: 'claimed',
+        context: { ...row, delivery_created_at: createdAt.get(id)! },
+        written: writtenOnce(),
+      };
+    });
+  }
+
+  /** The batch with every created_at known; one whose delivery is gone is left out (its claim is `ended`). */
+  private async withCreatedAt(batch: ToClaim[]): Promise<{ id: string; createdAt: Date }[]> {
+    const unknown = batch.filter((d) => !d.createdAt).map((d) => d.id);
+    const found = unknown.length
+      ? await queryPrepared<{ id: string; created_at: Date }>(this.dataSource, CREATED_AT_OF, [unknown])
+      : [];
+    const looked = new Map(found.map((row) => [row.id, row.created_at]));
+    return batch.flatMap(({ id, createdAt }) => {
+      const at = createdAt ?? looked.get(id);
+      return at ? [{ id, createdAt: at }] : [];
     });
   }
 

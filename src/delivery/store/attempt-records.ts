@@ -12,6 +12,8 @@ import type { DeliveryStatus } from '../delivery.entity.js';
 
 export interface AttemptRecord {
   deliveryId: string;
+  /** The delivery's created_at, which names its partition and its attempts'. */
+  deliveryCreatedAt: Date;
   attemptNumber: number;
   trigger: 'scheduled' | 'manual';
   startedAt: Date;
@@ -73,6 +75,7 @@ export class AttemptRecords {
       column('finishedAt'),
       this.config.webhookDisable.minFailures,
       this.config.webhookDisable.afterMs,
+      column('deliveryCreatedAt'),
     ]);
     const status = new Map<string, DeliveryStatus>();
     for (const row of rows) {

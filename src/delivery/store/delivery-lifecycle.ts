@@ -15,7 +15,8 @@ import type { DeliveryStatus } from '../delivery.entity.js';
  *   pending -> skipped                     skip      the webhook disabled, by hand or automatically
  *   ended -> pending, pending -> due now   retry     POST .../deliveries/{id}/retry
  *   failed | skipped -> pending            recover   POST /webhooks/{id}/recover
- *   ended -> (deleted)                     expire    retention
+ *   ended -> (dropped)                     expire    retention: its partition, once none of it is pending
+ *                                                    or ended within DELIVERY_RETENTION (delivery-partitions.ts)
  */
 export const TRANSITIONS = {
   create: { from: [], to: ['pending', 'skipped'] },
@@ -29,6 +30,3 @@ export const TRANSITIONS = {
   recover: { from: ['failed', 'skipped'], to: ['pending'] },
   expire: { from: ['succeeded', 'failed', 'cancelled', 'skipped'], to: [] },
 } as const satisfies Record<string, { from: readonly DeliveryStatus[]; to: readonly DeliveryStatus[] }>;
-
-/** Statuses an ended delivery can have: every one but pending. */
-export const ENDED_STATUSES = TRANSITIONS.expire.from;

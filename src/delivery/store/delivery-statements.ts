@@ -1,6 +1,6 @@
 import { DatabaseLock } from '../../core/database/database-lock.js';
 import { prepared, type PreparedStatement } from '../../core/database/prepared.js';
-import { ENDED_STATUSES, TRANSITIONS } from './delivery-lifecycle.js';
+import { TRANSITIONS } from './delivery-lifecycle.js';
 
 /*
  * Every statement that writes `deliveries` or `delivery_attempts` (and the store's reads on the engine's
@@ -97,7 +97,16 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
  * level, which no ORM call can, and leases a batch of deliveries in one round trip. The locks stay on
  * the connection until ATTEMPT_UNLOCK.
  */
-export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2)');
+export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2, $3)');
+
+/**
+ * The created_at of deliveries whose job does not carry it (jobs queued before the tables were
+ * partitioned): a look in every partition, once per such job.
+ */
+export const CREATED_AT_OF = prepared(
+  'delivery_created_at_of',
+  `SELECT id, created_at FROM deliveries WHERE id = ANY($1::varchar[])`,
+);
 
 export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_unlock_all()');
 
@@ -116,18 +125,21 @@ export const ATTEMPT_UNLOCK = prepared('delivery_unlock', 'SELECT pg_advisory_un
  * touched), as DELETE and disable lock the webhook before its deliveries: no two writers can deadlock.
  * The streak is read from `locked`, which returns each row as it is once locked (the statement's snapshot
  * may predate a batch that committed meanwhile).
+ * $15 holds each delivery's created_at, which names its partition; an attempt of a delivery that is gone
+ * (its partition dropped) is not logged.
  * Rows: `delivery` (id, its status) per recorded attempt, `disabled` (webhook id, reason, workspace) per
  * webhook this batch disabled.
  */
 export const ATTEMPT_RECORD = prepared(
   'delivery_record_attempts',
-  'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
+  'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)',
 );
 
 /** A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made. */
 export const RELEASE_LEASE = prepared(
   'delivery_release_lease',
-  `UPDATE deliveries SET lease_until = NULL WHERE id = $1 AND status IN (${list(TRANSITIONS.release.from)})`,
+  `UPDATE deliveries SET lease_until = NULL
+   WHERE id = $1 AND created_at = $2 AND status IN (${list(TRANSITIONS.release.from)})`,
 );
 
 // --- cancel and skip: DELETE and disable of a webhook ---
@@ -196,43 +208,28 @@ export const SKIP_PENDING = prepared(
 // --- retry and recover: back to pending ---
 
 /**
- * A pending delivery's next attempt moves to now (no attempt added). Parameters: id, now. Returns
- * max_attempts, or no row when the delivery is no longer pending.
+ * A pending delivery's next attempt moves to now (no attempt added). Parameters: id, now, its created_at.
+ * Returns max_attempts, or no row when the delivery is no longer pending.
  */
 export const RETRY_PENDING_NOW = prepared(
   'delivery_retry_pending',
-  `UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE id = $1 AND status = 'pending'
+  `UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE id = $1 AND created_at = $3 AND status = 'pending'
    RETURNING max_attempts`,
 );
 
 /**
  * An ended delivery gets one more attempt, now, with the same id (so the same webhook-id). Parameters:
- * ids, now, the statuses it may come from. Returns each one's id and new max_attempts.
+ * ids, now, the statuses it may come from, the first and last created_at of the ids (their partitions).
+ * Returns each one's id and new max_attempts. Pending again, it keeps its partition from retention (7.7).
  */
 const BACK_TO_PENDING = `
   UPDATE deliveries SET status = 'pending', max_attempts = attempt_count + 1, next_attempt_at = $2,
                         completed_at = NULL, updated_at = $2
-  WHERE id = ANY($1::varchar[]) AND status = ANY($3::varchar[])
+  WHERE id = ANY($1::varchar[]) AND created_at BETWEEN $4 AND $5 AND status = ANY($3::varchar[])
   RETURNING id, max_attempts`;
 export const RETRY_ENDED = prepared('delivery_retry_ended', BACK_TO_PENDING);
 /** Recovery runs inside its batch's transaction (recovery.runner.ts), so this one is plain text. */
 export const RECOVER = BACK_TO_PENDING;
-
-// --- expire: retention ---
-
-/*
- * SQL, as the ORM cannot say DELETE ... WHERE id IN (... FOR UPDATE SKIP LOCKED). Each statement is its
- * own short transaction over at most $2 rows read through the ended-rows index (completed_at IS NOT
- * NULL, so never a pending delivery); rows another transaction holds (a retry taking a delivery back,
- * another worker's retention) are skipped, not waited for. Attempts go with their delivery (FK cascade).
- */
-export const EXPIRE_ENDED = prepared(
-  'deliveries_expire',
-  `DELETE FROM deliveries WHERE id IN (
-     SELECT id FROM deliveries
-     WHERE completed_at < now() - make_interval(secs => $1::float / 1000) AND status IN (${list(ENDED_STATUSES)})
-     ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-);
 
 // --- reads of the engine: the sweeper and the backlog metric ---
 
@@ -246,7 +243,7 @@ export const DUE_BEFORE = prepared(
 export const OVERDUE_PAGE = prepared(
   'deliveries_overdue_page',
   `SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId",
-          d.webhook_id AS "webhookId"
+          d.webhook_id AS "webhookId", d.created_at AS "createdAt"
    FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
    WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3)
    ORDER BY d.next_attempt_at, d.id LIMIT $4`,

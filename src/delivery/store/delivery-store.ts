@@ -7,7 +7,6 @@ import { DeliveryEntity } from '../delivery.entity.js';
 import { TRANSITIONS } from './delivery-lifecycle.js';
 import {
   DUE_BEFORE,
-  EXPIRE_ENDED,
   OLDEST_PENDING_AGE,
   OVERDUE_PAGE,
   RECOVER,
@@ -47,6 +46,7 @@ export interface OutboxWritten {
 
 export interface OverdueDelivery {
   id: string;
+  createdAt: Date;
   nextAttemptAt: Date;
   url: string;
   workspaceId: string;
@@ -111,37 +111,46 @@ export class DeliveryStore {
   }
 
   /** release: gives back a claim whose request never went out, so the next try claims it at once. */
-  async releaseLease(deliveryId: string): Promise<void> {
-    await executePrepared(this.dataSource, RELEASE_LEASE, [deliveryId]);
+  async releaseLease(deliveryId: string, createdAt: Date): Promise<void> {
+    await executePrepared(this.dataSource, RELEASE_LEASE, [deliveryId, createdAt]);
   }
 
   /**
    * retry: an ended delivery gets one more attempt, now; a pending one has its next attempt moved to now.
    * Returns its max_attempts, or null when it changed meanwhile (another retry, or its attempt ended).
    */
-  async retry(deliveryId: string, pending: boolean): Promise<number | null> {
+  async retry({ id, createdAt }: { id: string; createdAt: Date }, pending: boolean): Promise<number | null> {
     const now = new Date();
     const [row] = pending
-      ? await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_PENDING_NOW, [deliveryId, now])
+      ? await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_PENDING_NOW, [id, now, createdAt])
       : await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_ENDED, [
-          [deliveryId],
+          [id],
           now,
           TRANSITIONS.retry.from.filter((status) => status !== 'pending'),
+          createdAt,
+          createdAt,
         ]);
     return row?.max_attempts ?? null;
   }
 
-  /** recover: failed or skipped deliveries back to pending, in the recovery batch's transaction. */
-  async recover(manager: EntityManager, ids: string[]): Promise<{ id: string; max_attempts: number }[]> {
-    if (ids.length === 0) return [];
+  /**
+   * recover: failed or skipped deliveries back to pending, in the recovery batch's transaction; `batch` in
+   * created_at order, so its first and last name the partitions to look in.
+   */
+  async recover(
+    manager: EntityManager,
+    batch: { id: string; createdAt: Date }[],
+  ): Promise<{ id: string; max_attempts: number }[]> {
+    if (batch.length === 0) return [];
     if (!manager.queryRunner) throw new Error('recover runs in a transaction');
-    const result = await manager.queryRunner.query(RECOVER, [ids, new Date(), TRANSITIONS.recover.from], true);
+    const bounds = [batch[0].createdAt, batch[batch.length - 1].createdAt];
+    const ids = batch.map((d) => d.id);
+    const result = await manager.queryRunner.query(
+      RECOVER,
+      [ids, new Date(), TRANSITIONS.recover.from, ...bounds],
+      true,
+    );
     return result.records as { id: string; max_attempts: number }[];
-  }
-
-  /** expire: deletes up to `batch` deliveries (with their attempts) ended more than `retentionMs` ago. */
-  expireEnded(retentionMs: number, batch: number): Promise<number> {
-    return executePrepared(this.dataSource, EXPIRE_ENDED, [retentionMs, batch]);
   }
 
   /** The sweeper's horizon: deliveries due before this have waited longer than `graceMs` for their job. */

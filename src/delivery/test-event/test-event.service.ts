@@ -73,9 +73,16 @@ export class TestEventService {
         completedAt: null,
       });
     });
-    const job = { deliveryId: delivery.id, url: webhook.url, workspaceId, webhookId, maxInFlight: webhook.maxInFlight };
+    const job = {
+      deliveryId: delivery.id,
+      createdAt: now,
+      url: webhook.url,
+      workspaceId,
+      webhookId,
+      maxInFlight: webhook.maxInFlight,
+    };
     await this.queue.enqueue([job]);
-    return this.deliveries.findOneByOrFail({ id: delivery.id });
+    return this.deliveries.findOneByOrFail({ id: delivery.id, createdAt: now });
   }
 
   /** One of the webhook's calculators: a live one when there is one. */

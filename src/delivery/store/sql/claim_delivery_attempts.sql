@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_lease_ms integer)
+CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_created_at timestamp with time zone[], p_lease_ms integer)
  RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying, settings jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -11,16 +11,21 @@ AS $function$
 -- unlocks once its requests are written), then leases what may be attempted with a snapshot from after
 -- every lock; the rest is settled: cancelled (webhook removed), skipped (disabled), busy or ended. Locks
 -- go in one global order (hashtext, then id) so two claims behind two DELETEs cannot deadlock. The SET
--- clauses plan it once per connection, by keys only, whatever the tables' sizes.
+-- clauses plan it once per connection, by keys only, whatever the tables' sizes. p_created_at holds each
+-- delivery's created_at: every statement reads the batch's range of it, so its generic plan keeps only
+-- the partitions of that range when it starts (Subplans Removed), as plpgsql's variables are parameters.
 DECLARE
+  v_from timestamptz;
+  v_to timestamptz;
   v_webhooks varchar[];
   v_claimed varchar[];
   v_held varchar[];
 BEGIN
   -- A lease is soft state: losing it in a crash only lets another worker claim sooner.
   PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT min(c), max(c) INTO v_from, v_to FROM unnest(p_created_at) c;
   SELECT array_agg(x.wid ORDER BY hashtext(x.wid), x.wid) INTO v_webhooks
-  FROM (SELECT DISTINCT d.webhook_id AS wid FROM deliveries d WHERE d.id = ANY(p_ids)) x;
+  FROM (SELECT DISTINCT d.webhook_id AS wid FROM deliveries d WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to) x;
   IF v_webhooks IS NULL THEN
     RETURN; -- none of the ids is a delivery: the caller treats each as ended
   END IF;
@@ -34,7 +39,8 @@ BEGIN
     UPDATE deliveries d
     SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms, 2 * w.timeout_ms + 10000) / 1000.0)
     FROM webhooks w
-    WHERE d.id = ANY(p_ids) AND w.id = d.webhook_id AND w.removed_at IS NULL AND w.disabled_at IS NULL
+    WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to
+      AND w.id = d.webhook_id AND w.removed_at IS NULL AND w.disabled_at IS NULL
       AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
     RETURNING d.id, d.webhook_id
   )
@@ -56,7 +62,7 @@ BEGIN
                               'retrySchedule', w.retry_schedule)
     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
     LEFT JOIN submissions s ON s.id = d.submission_id
-    WHERE d.id = ANY(v_claimed);
+    WHERE d.id = ANY(v_claimed) AND d.created_at BETWEEN v_from AND v_to;
   IF cardinality(v_claimed) = cardinality(p_ids) THEN
     RETURN; -- every id leased: the usual case
   END IF;
@@ -66,7 +72,8 @@ BEGIN
                               next_attempt_at = NULL, lease_until = NULL,
                               completed_at = clock_timestamp(), updated_at = clock_timestamp()
       FROM webhooks w
-      WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND w.id = d.webhook_id
+      WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
+        AND w.id = d.webhook_id
         AND (w.removed_at IS NOT NULL OR w.disabled_at IS NOT NULL) AND d.status = 'pending'
       RETURNING d.id, d.status::text AS status, d.webhook_id
     )
@@ -80,7 +87,8 @@ BEGIN
            d.webhook_id, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::boolean,
            NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
     FROM deliveries d
-    WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND d.id NOT IN (SELECT st.id FROM stopped st);
+    WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
+      AND d.id NOT IN (SELECT st.id FROM stopped st);
   FOR i IN 1 .. cardinality(v_webhooks) LOOP
     IF NOT v_webhooks[i] = ANY(v_held) THEN
       PERFORM pg_advisory_unlock_shared({{DatabaseLock.WebhookFence}}, hashtext(v_webhooks[i]));

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION public.record_delivery_attempts(character varying[], integer[], character varying[], timestamp with time zone[], integer[], integer[], text[], text[], boolean[], character varying[], timestamp with time zone[], timestamp with time zone[], integer, bigint)
+CREATE OR REPLACE FUNCTION public.record_delivery_attempts(character varying[], integer[], character varying[], timestamp with time zone[], integer[], integer[], text[], text[], boolean[], character varying[], timestamp with time zone[], timestamp with time zone[], integer, bigint, timestamp with time zone[])
  RETURNS TABLE(kind text, id character varying, status text, workspace_id character varying)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -9,25 +9,34 @@ AS $function$
 #variable_conflict use_column
 -- record (delivery-lifecycle.ts): every attempt of the batch is logged and its delivery moves to the
 -- attempt's outcome, each webhook's health folded in once; see ATTEMPT_RECORD in delivery-statements.ts.
--- The SET clauses plan it once per connection, by keys only, whatever the tables' sizes.
+-- The SET clauses plan it once per connection, by keys only, whatever the tables' sizes. $15 holds each
+-- delivery's created_at: the statement reads the batch's range of it, so its generic plan keeps only the
+-- partitions of that range when it starts (Subplans Removed), as v_from and v_to are parameters.
+DECLARE
+  v_from timestamptz;
+  v_to timestamptz;
 BEGIN
+SELECT min(c), max(c) INTO v_from, v_to FROM unnest($15) c;
 RETURN QUERY
   WITH input AS (
     SELECT * FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[], $5::int[], $6::int[],
                          $7::text[], $8::text[], $9::boolean[], $10::varchar[], $11::timestamptz[],
-                         $12::timestamptz[]) WITH ORDINALITY
+                         $12::timestamptz[], $15::timestamptz[]) WITH ORDINALITY
       AS i(delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
-           succeeded, status, next_attempt_at, finished_at, ord)
+           succeeded, status, next_attempt_at, finished_at, delivery_created_at, ord)
   ), locked AS (
     SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at FROM webhooks w
-    WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id)
+    WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id
+                   WHERE d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to)
     ORDER BY w.id FOR NO KEY UPDATE
   ), attempt AS (
-    INSERT INTO delivery_attempts (delivery_id, attempt_number, trigger, started_at, duration_ms, status_code,
-                                   response_body, error, succeeded)
-    SELECT delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
-           succeeded
-    FROM input
+    INSERT INTO delivery_attempts (delivery_id, delivery_created_at, attempt_number, trigger, started_at,
+                                   duration_ms, status_code, response_body, error, succeeded)
+    SELECT i.delivery_id, i.delivery_created_at, i.attempt_number, i.trigger, i.started_at, i.duration_ms,
+           i.status_code, i.response_body, i.error, i.succeeded
+    FROM input i
+    WHERE EXISTS (SELECT FROM deliveries d WHERE d.id = i.delivery_id AND d.created_at = i.delivery_created_at
+                    AND d.created_at BETWEEN v_from AND v_to)
     ON CONFLICT DO NOTHING
   ), updated AS (
     UPDATE deliveries d SET
@@ -38,7 +47,8 @@ RETURN QUERY
       attempt_count = i.attempt_number, last_attempt_at = i.started_at, last_status_code = i.status_code,
       last_error = i.error, updated_at = i.finished_at, lease_until = NULL
     FROM input i
-    WHERE d.id = i.delivery_id AND d.attempt_count = i.attempt_number - 1 AND (SELECT count(*) FROM locked) >= 0
+    WHERE d.id = i.delivery_id AND d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to
+      AND d.attempt_count = i.attempt_number - 1 AND (SELECT count(*) FROM locked) >= 0
     RETURNING d.id, d.status, d.webhook_id, i.ord, i.started_at, i.succeeded, i.status_code, i.error
   ), ordered AS (
     SELECT u.*, max(u.ord) FILTER (WHERE u.succeeded) OVER (PARTITION BY u.webhook_id) AS success_ord FROM updated u
