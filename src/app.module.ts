@@ -21,6 +21,7 @@ import { HttpMetrics } from './metrics/http.metrics.js';
 import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { MaintenanceQueueModule } from './scheduling/maintenance-queue.module.js';
+import { OperationalWebhooksModule } from './operational-webhooks/operational-webhooks.module.js';
 import { SchedulingModule } from './scheduling/scheduling.module.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
@@ -34,6 +35,7 @@ export const API_MODULES = [
   SubmissionsModule,
   DeliveryModule,
   AuditModule,
+  OperationalWebhooksModule,
 ];
 
 /** The API process: the HTTP API and, unless WORKER_ENABLED=false, the delivery worker in-process. */
@@ -59,6 +61,7 @@ export class AppModule implements NestModule {
         SubmissionsModule,
         DeliveryModule,
         AuditModule,
+        OperationalWebhooksModule,
         // The API under /api/v1; the probes (health module) stay at the root.
         RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),
         HealthModule,

@@ -10,6 +10,8 @@ export const AUDIT_ACTIONS = [
   'webhook.secret_rotated',
   'delivery.retried',
   'recovery.started',
+  'operational_webhook.created',
+  'operational_webhook.removed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

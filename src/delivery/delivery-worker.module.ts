@@ -10,6 +10,7 @@ import { DeliveryAttemptService } from './engine/delivery-attempt.service.js';
 import { Admission } from './engine/admission/admission.js';
 import { HostAdmission } from './engine/admission/host-admission.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
 import { DeliveryRetention } from './scheduled/delivery-retention.js';
@@ -28,6 +29,7 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     TypeOrmModule.forFeature([WebhookEntity, SubmissionEntity, CalculatorEntity, WorkspaceEntity]),
     DeliveryQueueModule,
     DeliveryStoreModule,
+    OperationalEventsModule, // the attempt's record and recoveries report to operational webhooks
   ],
   providers: [
     { provide: SSRF_RESOLVER, useValue: undefined },

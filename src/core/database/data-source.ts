@@ -2,8 +2,9 @@ import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/config.js';
 import { Baseline1764800000000 } from './migrations/1764800000000-baseline.js';
 import { AuditEvents1765000000000 } from './migrations/1765000000000-audit-events.js';
+import { OperationalWebhooks1765100000000 } from './migrations/1765100000000-operational-webhooks.js';
 
-export const MIGRATIONS = [Baseline1764800000000, AuditEvents1765000000000];
+export const MIGRATIONS = [Baseline1764800000000, AuditEvents1765000000000, OperationalWebhooks1765100000000];
 
 /**
  * No entities: each feature registers its own (TypeOrmModule.forFeature), which the app's DatabaseModule

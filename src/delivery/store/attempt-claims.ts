@@ -23,6 +23,8 @@ export interface AttemptContext {
   meta: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
+  /** An operational event (src/operational-webhooks), sent as it is; the submission's fields are null then. */
+  event: Record<string, unknown> | null;
 }
 
 /**

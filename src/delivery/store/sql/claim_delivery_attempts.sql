@@ -1,5 +1,5 @@
 CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_lease_ms integer)
- RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying)
+ RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying, event jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
  SET enable_seqscan TO 'off'
@@ -48,7 +48,8 @@ BEGIN
            COALESCE(s.data, d.test_submission->'data'), COALESCE(s.meta, d.test_submission->'meta'),
            COALESCE(s.created_at, (d.test_submission->>'createdAt')::timestamptz),
            COALESCE(s.updated_at, (d.test_submission->>'updatedAt')::timestamptz),
-           CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END
+           CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END,
+           d.event -- an operational event's delivery: sent as it is
     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
     LEFT JOIN submissions s ON s.id = d.submission_id
     WHERE d.id = ANY(v_claimed);
@@ -67,13 +68,13 @@ BEGIN
     )
     SELECT st.id, st.status, NULL::integer, NULL::integer, st.webhook_id, NULL::varchar, NULL::varchar,
            NULL::varchar, NULL::varchar, NULL::boolean, NULL::jsonb, NULL::jsonb,
-           NULL::timestamptz, NULL::timestamptz, NULL::varchar
+           NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
     FROM stopped st
     UNION ALL
     -- Read with the snapshot from before "stopped" ran, hence the exclusion.
     SELECT d.id, CASE WHEN d.status = 'pending' THEN 'busy' ELSE 'ended' END, NULL::integer, NULL::integer,
            d.webhook_id, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::boolean,
-           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar
+           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
     FROM deliveries d
     WHERE d.id = ANY(p_ids) AND NOT d.id = ANY(v_claimed) AND d.id NOT IN (SELECT st.id FROM stopped st);
   FOR i IN 1 .. cardinality(v_webhooks) LOOP
