@@ -12,7 +12,7 @@ export class AuditActor {
 
 @ApiSchema({ name: 'AuditTarget' })
 export class AuditTarget {
-  @ApiProperty({ enum: ['webhook', 'delivery', 'recovery'], description: 'What was changed' })
+  @ApiProperty({ enum: ['webhook', 'delivery', 'recovery', 'operational_webhook'], description: 'What was changed' })
   type: string;
 
   @ApiProperty({ description: 'Its id' })
