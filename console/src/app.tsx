@@ -3,6 +3,7 @@ import { ActivityView } from './activity.js';
 import { session, whenUnauthenticated } from './api.js';
 import { DeliveryView } from './delivery.js';
 import { FailedView } from './failed.js';
+import { OperationalWebhooksView } from './operational-webhooks.js';
 import { href, useRoute } from './router.js';
 import { SignIn } from './sign-in.js';
 import { WebhookView } from './webhook.js';
@@ -55,6 +56,9 @@ export function App() {
           <a href={href.activity()} aria-current={route.view === 'activity' ? 'page' : undefined}>
             Activity
           </a>
+          <a href={href.operational()} aria-current={route.view === 'operational' ? 'page' : undefined}>
+            Operational webhooks
+          </a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out
@@ -68,6 +72,7 @@ export function App() {
         )}
         {route.view === 'failed' && <FailedView />}
         {route.view === 'activity' && <ActivityView />}
+        {route.view === 'operational' && <OperationalWebhooksView />}
       </div>
     </>
   );
