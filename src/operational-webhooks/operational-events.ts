@@ -13,8 +13,10 @@ import { operationalEvent, type EventWebhook, type WorkspaceEvent } from './oper
 /**
  * Emits operational events (DESIGN 10) as deliveries of the same engine: one per subscribed operational
  * webhook, carrying the event, then queued like any delivery. Where the change has a transaction the
- * deliveries are written in it (`write`, an outbox); otherwise right after it (`emitAfter`), which never
- * throws and never holds the change's caller.
+ * deliveries are written in it (`write`, an outbox: disable, enable, a recovery's completion); the
+ * attempt record's changes (a webhook disabled by the health rules, a delivery failed) are one batched
+ * statement of the worker's hot path, so their events are written right after it (`emitAfter`), in the
+ * background: never failing the record, never holding it.
  */
 @Injectable()
 export class OperationalEvents implements BeforeApplicationShutdown {
@@ -36,7 +38,7 @@ export class OperationalEvents implements BeforeApplicationShutdown {
     return this.store.createEvents(manager, events, this.maxAttempts);
   }
 
-  /** After the change's commit: a failure here loses nothing but the sweeper's own work. */
+  /** After the change's commit; a job Redis does not take now is the sweeper's to add (DeliveryQueue). */
   enqueue(deliveries: DeliveryToEnqueue[]): Promise<void> {
     return this.queue.enqueue(deliveries);
   }
@@ -53,7 +55,7 @@ export class OperationalEvents implements BeforeApplicationShutdown {
     this.emitting.add(emitting);
   }
 
-  /** webhook.disabled, right after webhooks were disabled by hand or by the health rules (DESIGN 7.1). */
+  /** webhook.disabled, right after the attempt record disabled webhooks by the health rules (DESIGN 7.1). */
   afterWebhooksDisabled(webhookIds: string[]): void {
     if (webhookIds.length > 0) this.emitAfter(() => this.webhooksDisabled(webhookIds), 'webhook.disabled');
   }
@@ -67,6 +69,11 @@ export class OperationalEvents implements BeforeApplicationShutdown {
     const webhooks = await this.dataSource
       .getRepository(WebhookEntity)
       .findBy({ id: In(webhookIds), kind: 'webhook', disabledAt: Not(IsNull()) });
+    return this.webhookDisabled(webhooks);
+  }
+
+  /** webhook.disabled for these webhooks, as they are once disabled. */
+  webhookDisabled(webhooks: WebhookEntity[]): WorkspaceEvent[] {
     return webhooks.map((w) =>
       operationalEvent(w.workspaceId, 'webhook.disabled', {
         webhook: eventWebhook(w),

@@ -17,8 +17,8 @@ const HOST_STATE_TIMEOUT_MS = 1_000;
  * Health and pause (DESIGN 7.1). While a webhook is disabled nothing is sent to it: disabling skips its
  * pending deliveries behind the removal fence, a submission records its delivery as `skipped`, and the
  * claim skips any delivery it finds (src/delivery/store).
- * The attempt record keeps the failure streak and disables automatically (ATTEMPT_RECORD). Both changes
- * are reported to the workspace's operational webhooks (DESIGN 10).
+ * The attempt record keeps the failure streak and disables automatically (ATTEMPT_RECORD). Disabling
+ * and enabling are reported to the workspace's operational webhooks (DESIGN 10).
  */
 @Injectable()
 export class WebhookHealthService {
@@ -37,16 +37,20 @@ export class WebhookHealthService {
 
   /**
    * Once this returns no request to the receiver starts; on a disabled webhook it changes nothing
-   * (`changed` false, so no audit event).
+   * (`changed` false, so no audit event and no operational event).
    */
   async disable(workspaceId: string, id: string): Promise<{ health: WebhookHealth; changed: boolean }> {
     const current = await this.webhooks.get(workspaceId, id);
     if (current.disabledAt) return { health: await this.healthOf(current), changed: false };
-    const stopped = await this.store.stopWebhook('disable', workspaceId, id); // null: disabled meanwhile
-    if (stopped) {
-      await this.queue.remove(current.url, stopped.ended);
-      this.events.afterWebhooksDisabled([id]);
-    }
+    // Its webhook.disabled event is written in the same transaction (DESIGN 10).
+    const { stopped, events } = await this.dataSource.transaction(async (manager) => {
+      const stopped = await this.store.stopWebhook('disable', workspaceId, id, manager); // null: disabled meanwhile
+      if (!stopped) return { stopped, events: [] };
+      const disabled = await manager.findOneByOrFail(WebhookEntity, { id });
+      return { stopped, events: await this.events.write(manager, this.events.webhookDisabled([disabled])) };
+    });
+    if (stopped) await this.queue.remove(current.url, stopped.ended);
+    await this.events.enqueue(events);
     return { health: await this.health(workspaceId, id), changed: stopped !== null };
   }
 

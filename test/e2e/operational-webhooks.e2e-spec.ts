@@ -188,6 +188,9 @@ describe('operational webhooks (DESIGN 10)', () => {
       });
 
       const disabled = await healthOf(api, webhook.id, 'disable');
+      // Written in the disable's own transaction: in the log as soon as the change has answered.
+      const outbox = await api.get(`/deliveries?webhookId=${ops.id}`);
+      expect((outbox.body.data as { event: string }[]).map((d) => d.event)).toEqual(['webhook.disabled']);
       const disabledEvent = await waitForEvent(subscribed, ops.secret, 'webhook.disabled');
       expect(keysOf(disabledEvent)).toEqual(['data', 'timestamp', 'type']);
       expectTimestamp(disabledEvent.timestamp);
@@ -201,6 +204,11 @@ describe('operational webhooks (DESIGN 10)', () => {
 
       const before = Date.now();
       await healthOf(api, webhook.id, 'enable');
+      const enabledOutbox = await api.get(`/deliveries?webhookId=${ops.id}`);
+      expect((enabledOutbox.body.data as { event: string }[]).map((d) => d.event)).toEqual([
+        'webhook.enabled',
+        'webhook.disabled',
+      ]);
       const enabledEvent = await waitForEvent(subscribed, ops.secret, 'webhook.enabled');
       expect(enabledEvent.data).toEqual({
         webhook: { id: webhook.id, name: webhook.name, url: webhook.url },

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
-import { executePrepared, queryPrepared } from '../../core/database/prepared.js';
+import { clientOf, executePrepared, queryPrepared, queryPreparedOn } from '../../core/database/prepared.js';
 import { newId } from '../../core/ids.js';
 import type { WorkspaceEvent } from '../../operational-webhooks/operational-event.js';
 import type { DeliveryJobs, DeliveryToEnqueue } from '../delivery-queue.js';
@@ -149,26 +149,27 @@ export class DeliveryStore {
   }
 
   /**
-   * cancel (`remove`, `remove-operational`) or skip (`disable`) behind the removal fence: waits for attempts writing their
-   * request to this webhook and holds off new ones, changes the webhook and ends its pending deliveries.
-   * Returns the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null
-   * when the workspace has no such webhook (removed, or for disable already disabled).
+   * cancel (`remove`, `remove-operational`) or skip (`disable`) behind the removal fence: waits for attempts
+   * writing their request to this webhook and holds off new ones, changes the webhook and ends its pending
+   * deliveries; in `manager`'s transaction when given (the fence is then held until it commits). Returns
+   * the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null when the
+   * workspace has no such webhook (removed, or for disable already disabled).
    */
   async stopWebhook<Row>(
     change: 'remove' | 'disable' | 'remove-operational',
     workspaceId: string,
     webhookId: string,
+    manager?: EntityManager,
   ): Promise<(Row & { ended: DeliveryJobs[] }) | null> {
     const statement = {
       remove: WEBHOOK_REMOVE,
       disable: WEBHOOK_DISABLE,
       'remove-operational': OPERATIONAL_WEBHOOK_REMOVE,
     }[change];
-    const [row] = await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, [
-      webhookId,
-      workspaceId,
-      new Date(),
-    ]);
+    const values = [webhookId, workspaceId, new Date()];
+    const [row] = manager
+      ? await queryPreparedOn<Row & { ended: DeliveryJobs[] }>(await clientOf(manager), statement, values)
+      : await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, values);
     return row ?? null;
   }
 
