@@ -59,16 +59,24 @@ export class WebhookHealthService {
    * disabled webhook writes its webhook.enabled event in the same transaction (DESIGN 10).
    */
   async enable(workspaceId: string, id: string): Promise<{ health: WebhookHealth; changed: boolean }> {
-    const current = await this.webhooks.get(workspaceId, id);
-    const changed = current.disabledAt !== null;
-    const events = await this.dataSource.transaction(async (manager) => {
-      const result = await manager.update(
+    await this.webhooks.get(workspaceId, id); // 404 for what is not the workspace's webhook
+    const { changed, events } = await this.dataSource.transaction(async (manager) => {
+      // Locked, so `changed` (the audit's and the event's) is what this update changed.
+      const current = await manager.findOne(WebhookEntity, {
+        where: { id, workspaceId, removedAt: IsNull() },
+        lock: { mode: 'pessimistic_write' },
+      });
+      if (!current) throw ApiError.notFound(`Webhook ${id} not found`);
+      await manager.update(
         WebhookEntity,
-        { id, workspaceId, removedAt: IsNull() },
+        { id },
         { disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null },
       );
-      if (!result.affected) throw ApiError.notFound(`Webhook ${id} not found`);
-      return changed ? this.events.write(manager, [this.events.webhookEnabled(current, new Date())]) : [];
+      if (!current.disabledAt) return { changed: false, events: [] };
+      return {
+        changed: true,
+        events: await this.events.write(manager, [this.events.webhookEnabled(current, new Date())]),
+      };
     });
     await this.events.enqueue(events);
     return { health: await this.health(workspaceId, id), changed };
