@@ -22,6 +22,7 @@ import { MetricsApiModule } from './metrics/metrics-api.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { PortalModule } from './portal/portal.module.js';
 import { MaintenanceQueueModule } from './scheduling/maintenance-queue.module.js';
+import { OperationalWebhooksModule } from './operational-webhooks/operational-webhooks.module.js';
 import { SchedulingModule } from './scheduling/scheduling.module.js';
 import { SubmissionsModule } from './submissions/submissions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
@@ -35,6 +36,7 @@ export const API_MODULES = [
   SubmissionsModule,
   DeliveryModule,
   AuditModule,
+  OperationalWebhooksModule,
   PortalModule,
 ];
 
@@ -61,6 +63,7 @@ export class AppModule implements NestModule {
         SubmissionsModule,
         DeliveryModule,
         AuditModule,
+        OperationalWebhooksModule,
         PortalModule,
         // The API under /api/v1; the probes (health module) stay at the root.
         RouterModule.register(API_MODULES.map((module) => ({ path: API_PREFIX, module }))),

@@ -45,12 +45,26 @@ export interface WebhookHealth {
   pendingDeliveries: number;
 }
 
+export const OPERATIONAL_EVENTS = ['webhook.disabled', 'webhook.enabled', 'delivery.failed', 'recovery.completed'];
+
+export interface OperationalWebhook {
+  id: string;
+  url: string;
+  events: string[];
+  createdAt: string;
+  lastAttemptAt: string | null;
+  lastSuccessAt: string | null;
+  lastError: string | null;
+}
+
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 
 export interface Delivery {
   id: string;
   webhookId: string;
   submissionId: string | null;
+  /** newSubmission, or the operational event an operational webhook was sent. */
+  event: string;
   status: (typeof DELIVERY_STATUSES)[number];
   attemptCount: number;
   maxAttempts: number;
@@ -214,6 +228,11 @@ export const api = {
     data<{ matched: number }>('POST', `/webhooks/${id(webhookId)}/recover`, { since, until, dryRun: true }),
   recover: (webhookId: string, since: string, until?: string) =>
     data<Recovery>('POST', `/webhooks/${id(webhookId)}/recover`, { since, until }),
+  operationalWebhooks: () => data<OperationalWebhook[]>('GET', '/operational-webhooks'),
+  registerOperational: (body: { url: string; events: string[] }) =>
+    data<OperationalWebhook & { secret: string }>('POST', '/operational-webhooks', body),
+  removeOperational: (operationalWebhookId: string) =>
+    data<OperationalWebhook>('DELETE', `/operational-webhooks/${id(operationalWebhookId)}`),
   recovery: (webhookId: string, recoveryId: string) =>
     data<Recovery>('GET', `/webhooks/${id(webhookId)}/recoveries/${id(recoveryId)}`),
 };

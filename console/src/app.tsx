@@ -3,6 +3,7 @@ import { ActivityView } from './activity.js';
 import { session, whenUnauthenticated } from './api.js';
 import { DeliveryView } from './delivery.js';
 import { FailedView } from './failed.js';
+import { OperationalWebhooksView } from './operational-webhooks.js';
 import { PortalEnded, PortalSignIn, ReadOnlyProvider } from './portal.js';
 import { portalSession } from './portal-session.js';
 import { href, useRoute } from './router.js';
@@ -85,6 +86,9 @@ export function App({ linkToken }: { linkToken: string | null }) {
           <a href={href.activity()} aria-current={route.view === 'activity' ? 'page' : undefined}>
             Activity
           </a>
+          <a href={href.operational()} aria-current={route.view === 'operational' ? 'page' : undefined}>
+            Operational webhooks
+          </a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out
@@ -98,6 +102,7 @@ export function App({ linkToken }: { linkToken: string | null }) {
         )}
         {route.view === 'failed' && <FailedView />}
         {route.view === 'activity' && <ActivityView />}
+        {route.view === 'operational' && <OperationalWebhooksView />}
       </div>
     </ReadOnlyProvider>
   );

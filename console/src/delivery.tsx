@@ -29,16 +29,18 @@ export function DeliveryView({ webhookId, deliveryId }: { webhookId?: string; de
                 <StatusBadge status={d.status} />
               </Field>
               <Field label="Webhook">
-                <a href={href.webhook(d.webhookId)} class="mono">
+                {/* An operational event's delivery (DESIGN 10) went to an operational webhook. */}
+                <a href={d.event === 'newSubmission' ? href.webhook(d.webhookId) : href.operational()} class="mono">
                   {d.webhookId}
                 </a>
               </Field>
+              <Field label="Event">{d.event}</Field>
               <Field label="Created">{time(d.createdAt)}</Field>
               <Field label="Attempts">{`${d.attemptCount} of ${d.maxAttempts}`}</Field>
               {d.status === 'pending' && <Field label="Next attempt">{time(d.nextAttemptAt)}</Field>}
               {d.completedAt && <Field label="Ended">{time(d.completedAt)}</Field>}
             </Fields>
-            {d.status !== 'cancelled' && (
+            {d.status !== 'cancelled' && d.event === 'newSubmission' && (
               <Writable>
                 <button
                   type="button"

@@ -13,9 +13,12 @@ export function FailedView() {
   const cursor = cursors[cursors.length - 1];
   const page = useLoad(() => api.workspaceDeliveries({ status: 'failed', limit: PAGE, cursor }), [cursor]);
   const webhooks = useLoad(api.webhooks, []);
+  const operational = useLoad(api.operationalWebhooks, []);
   const webhookName = (id: string) => {
-    if (!webhooks.data) return id;
+    if (!webhooks.data || !operational.data) return id;
     const webhook = webhooks.data.find((w) => w.id === id);
+    const receiver = operational.data.find((w) => w.id === id);
+    if (receiver) return `${receiver.url} (operational)`;
     return webhook ? webhook.name || webhook.url : `${id} (removed)`;
   };
 

@@ -6,7 +6,8 @@ export type Route =
   | { view: 'webhook'; webhookId: string }
   | { view: 'delivery'; webhookId?: string; deliveryId: string }
   | { view: 'failed' }
-  | { view: 'activity' };
+  | { view: 'activity' }
+  | { view: 'operational' };
 
 export const href = {
   webhooks: () => '#/webhooks',
@@ -16,6 +17,7 @@ export const href = {
   workspaceDelivery: (deliveryId: string) => `#/deliveries/${encodeURIComponent(deliveryId)}`,
   failed: () => '#/failed',
   activity: () => '#/activity',
+  operational: () => '#/operational-webhooks',
 };
 
 function parse(hash: string): Route {
@@ -26,6 +28,7 @@ function parse(hash: string): Route {
   if (parts[0] === 'deliveries' && parts[1]) return { view: 'delivery', deliveryId: parts[1] };
   if (parts[0] === 'failed') return { view: 'failed' };
   if (parts[0] === 'activity') return { view: 'activity' };
+  if (parts[0] === 'operational-webhooks') return { view: 'operational' };
   return { view: 'webhooks' };
 }
 

@@ -127,3 +127,95 @@ export function CursorPager({
     </nav>
   );
 }
+
+/** A signing secret shown once (after a rotation or a registration), with a copy button. */
+export function ShownSecret({ secret, children }: { secret: string; children?: ComponentChildren }) {
+  const [copied, setCopied] = useState(false);
+  const [refused, setRefused] = useState(false);
+  useEffect(() => setCopied(false), [secret]);
+
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied(true);
+    } catch {
+      // No clipboard access (denied, or not a secure origin): select the key so it can be copied by hand.
+      const shown = document.getElementById('new-secret');
+      if (shown) getSelection()?.selectAllChildren(shown);
+      setRefused(true);
+    }
+  };
+
+  return (
+    <div class="secret" role="status">
+      <p>New secret, shown only now: copy it into your receiver.</p>
+      <code class="mono" id="new-secret">
+        {secret}
+      </code>
+      <button type="button" onClick={copy} aria-describedby="new-secret">
+        {copied ? 'Copied' : 'Copy secret'}
+      </button>
+      {refused && (
+        <Message
+          message={{ text: 'Copying was refused by the browser: the key is selected, copy it by hand.', error: true }}
+        />
+      )}
+      {children}
+    </div>
+  );
+}
+
+/**
+ * A card's Remove button (described by the card's title, `describedBy`) that asks first: `what` names the
+ * thing removed, `children` say what removing it does; `action` runs `remove` and reports its outcome.
+ */
+export function RemoveButton({
+  what,
+  describedBy,
+  action,
+  remove,
+  children,
+}: {
+  what: string;
+  describedBy: string;
+  action: ReturnType<typeof useAction>;
+  remove: () => Promise<void>;
+  children: ComponentChildren;
+}) {
+  const [asking, setAsking] = useState(false);
+  const ref = useRef<HTMLDialogElement>(null);
+  const confirm = () =>
+    action.run(async () => {
+      await remove();
+      setAsking(false);
+      return `Removed ${what}.`;
+    });
+  return (
+    <>
+      <button type="button" class="danger" aria-describedby={describedBy} onClick={() => setAsking(true)}>
+        Remove
+      </button>
+      {asking && (
+        <dialog
+          ref={(el) => {
+            ref.current = el;
+            if (el && !el.open) el.showModal();
+          }}
+          aria-labelledby="remove-title"
+          onClose={() => setAsking(false)}
+        >
+          <h2 id="remove-title">Remove {what}?</h2>
+          <p>{children}</p>
+          <div class="actions">
+            <button type="button" class="danger" onClick={confirm}>
+              Remove
+            </button>
+            <button type="button" onClick={() => ref.current?.close()} autofocus>
+              Cancel
+            </button>
+          </div>
+        </dialog>
+      )}
+    </>
+  );
+}

@@ -4,7 +4,7 @@ import { fromLocalInput, time, toLocalInput } from './format.js';
 import { Writable } from './portal.js';
 import { href } from './router.js';
 import { Settings } from './settings.js';
-import { Field, Fields, Heading, LoadError, Message, StatusBadge, useAction, useLoad } from './ui.js';
+import { Field, Fields, Heading, LoadError, Message, ShownSecret, StatusBadge, useAction, useLoad } from './ui.js';
 import { State } from './webhooks.js';
 
 const PAGE = 20;
@@ -183,32 +183,14 @@ function Deliveries({ webhookId, changes }: { webhookId: string; changes: number
 function RotateSecret({ webhookId }: { webhookId: string }) {
   const [hours, setHours] = useState('24');
   const [secret, setSecret] = useState<RotatedSecret>();
-  const [copied, setCopied] = useState(false);
   const action = useAction();
   useEffect(() => setSecret(undefined), [webhookId]);
 
   const rotate = (event: Event) => {
     event.preventDefault();
     void action.run(async () => {
-      setCopied(false);
       setSecret(await api.rotateSecret(webhookId, Math.round(Number(hours) * 3600)));
     });
-  };
-
-  const copy = async () => {
-    if (!secret) return;
-    try {
-      await navigator.clipboard.writeText(secret.key);
-      setCopied(true);
-    } catch {
-      // No clipboard access (denied, or not a secure origin): select the key so it can be copied by hand.
-      const shown = document.getElementById('new-secret');
-      if (shown) getSelection()?.selectAllChildren(shown);
-      action.setMessage({
-        text: 'Copying was refused by the browser: the key is selected, copy it by hand.',
-        error: true,
-      });
-    }
   };
 
   return (
@@ -237,20 +219,13 @@ function RotateSecret({ webhookId }: { webhookId: string }) {
       </form>
       <Message message={action.message} />
       {secret && (
-        <div class="secret" role="status">
-          <p>New secret, shown only now: copy it into your receiver.</p>
-          <code class="mono" id="new-secret">
-            {secret.key}
-          </code>
-          <button type="button" onClick={copy} aria-describedby="new-secret">
-            {copied ? 'Copied' : 'Copy secret'}
-          </button>
+        <ShownSecret secret={secret.key}>
           <p>
             {secret.previousKeyExpiresAt
               ? `The previous secret keeps signing too until ${time(secret.previousKeyExpiresAt)}.`
               : 'The previous secret stopped signing at once (no overlap).'}
           </p>
-        </div>
+        </ShownSecret>
       )}
     </section>
   );

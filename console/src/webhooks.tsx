@@ -1,9 +1,9 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { allCalculators, api, type Webhook, type WebhookHealth } from './api.js';
 import { reason, time } from './format.js';
 import { Writable } from './portal.js';
 import { href } from './router.js';
-import { Field, Fields, Heading, LoadError, Message, useAction, useLoad } from './ui.js';
+import { Field, Fields, Heading, LoadError, Message, RemoveButton, useAction, useLoad } from './ui.js';
 
 interface Row {
   webhook: Webhook;
@@ -20,7 +20,6 @@ async function loadRows(): Promise<Row[]> {
 export function WebhooksView() {
   // One health request per webhook: refreshed every 30 s so 100 webhooks stay well under the per-key rate limit.
   const rows = useLoad(loadRows, [], 30_000);
-  const [removing, setRemoving] = useState<Webhook>();
   const removal = useAction();
 
   return (
@@ -49,32 +48,21 @@ export function WebhooksView() {
               <Field label="Last success">{health ? time(health.lastSuccessAt) : 'unknown'}</Field>
             </Fields>
             <Writable>
-              <button
-                type="button"
-                class="danger"
-                aria-describedby={`webhook-${webhook.id}`}
-                onClick={() => setRemoving(webhook)}
+              <RemoveButton
+                what={webhook.name || webhook.url}
+                describedBy={`webhook-${webhook.id}`}
+                action={removal}
+                remove={async () => {
+                  await api.remove(webhook.id);
+                  await rows.reload();
+                }}
               >
-                Remove
-              </button>
+                Nothing more is sent to it; its pending deliveries are cancelled. Its delivery history stays.
+              </RemoveButton>
             </Writable>
           </li>
         ))}
       </ul>
-      {removing && (
-        <ConfirmRemove
-          webhook={removing}
-          onClose={() => setRemoving(undefined)}
-          onConfirm={() =>
-            removal.run(async () => {
-              await api.remove(removing.id);
-              setRemoving(undefined);
-              await rows.reload();
-              return `Removed ${removing.name || removing.url}.`;
-            })
-          }
-        />
-      )}
       <Writable>
         <RegisterWebhook onRegistered={rows.reload} />
       </Writable>
@@ -90,39 +78,6 @@ export function State({ health }: { health?: WebhookHealth }) {
     <>
       <span class="badge badge-failed">disabled</span> {reason(health.disabledReason)}
     </>
-  );
-}
-
-function ConfirmRemove({
-  webhook,
-  onClose,
-  onConfirm,
-}: {
-  webhook: Webhook;
-  onClose: () => void;
-  onConfirm: () => void;
-}) {
-  const ref = useRef<HTMLDialogElement>(null);
-  return (
-    <dialog
-      ref={(el) => {
-        ref.current = el;
-        if (el && !el.open) el.showModal();
-      }}
-      aria-labelledby="remove-title"
-      onClose={onClose}
-    >
-      <h2 id="remove-title">Remove {webhook.name || webhook.url}?</h2>
-      <p>Nothing more is sent to it; its pending deliveries are cancelled. Its delivery history stays.</p>
-      <div class="actions">
-        <button type="button" class="danger" onClick={onConfirm}>
-          Remove
-        </button>
-        <button type="button" onClick={() => ref.current?.close()} autofocus>
-          Cancel
-        </button>
-      </div>
-    </dialog>
   );
 }
 

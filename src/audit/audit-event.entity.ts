@@ -11,6 +11,8 @@ export const AUDIT_ACTIONS = [
   'webhook.settings_changed',
   'delivery.retried',
   'recovery.started',
+  'operational_webhook.created',
+  'operational_webhook.removed',
   'portal_link.created',
   'portal_link.revoked',
 ] as const;

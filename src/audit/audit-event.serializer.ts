@@ -12,7 +12,10 @@ export class AuditActor {
 
 @ApiSchema({ name: 'AuditTarget' })
 export class AuditTarget {
-  @ApiProperty({ enum: ['webhook', 'delivery', 'recovery', 'portal_link'], description: 'What was changed' })
+  @ApiProperty({
+    enum: ['webhook', 'delivery', 'recovery', 'operational_webhook', 'portal_link'],
+    description: 'What was changed',
+  })
   type: string;
 
   @ApiProperty({ description: 'Its id' })

@@ -40,7 +40,7 @@ export class WebhookHandler {
 
   private async summaries(workspaceId: string): Promise<WebhookSummary[]> {
     const webhooks = await this.dataSource.getRepository(WebhookEntity).find({
-      where: { workspaceId, removedAt: IsNull() },
+      where: { workspaceId, removedAt: IsNull(), kind: 'webhook' },
       order: { createdAt: 'ASC', id: 'ASC' },
     });
     const links = await this.dataSource.getRepository(WebhookCalculatorEntity).find({

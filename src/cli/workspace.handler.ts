@@ -71,7 +71,10 @@ export class WorkspaceHandler {
       )
       .addSelect(
         (q) =>
-          q.select('count(*)::int').from(WebhookEntity, 'h').where('h.workspace_id = w.id AND h.removed_at IS NULL'),
+          q
+            .select('count(*)::int')
+            .from(WebhookEntity, 'h')
+            .where("h.workspace_id = w.id AND h.removed_at IS NULL AND h.kind = 'webhook'"),
         'webhooks',
       )
       .orderBy('w.created_at', 'ASC')

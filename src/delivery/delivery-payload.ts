@@ -7,3 +7,16 @@ export const buildPayload = (webhookId: string, submission: Omit<SubmissionEntit
   event: 'newSubmission' as const,
   data: serializeSubmission(submission),
 });
+
+/**
+ * The body a webhook's stored delivery was sent: of its submission, or of the sample a test delivery
+ * (DESIGN 7.4) carries instead.
+ */
+export const storedPayload = (
+  webhookId: string,
+  submission: Omit<SubmissionEntity, 'workspaceId'> | null,
+  testSubmission: Record<string, unknown> | null,
+) =>
+  submission
+    ? buildPayload(webhookId, submission)
+    : { webhookId, event: 'newSubmission' as const, data: testSubmission };

@@ -11,6 +11,7 @@ import { Admission } from './engine/admission/admission.js';
 import { HostAdmission } from './engine/admission/host-admission.js';
 import { WebhookCaps } from './engine/admission/webhook-caps.js';
 import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
 import { DeliveryPartitionUpkeep } from './scheduled/delivery-partition-upkeep.js';
@@ -30,6 +31,7 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     TypeOrmModule.forFeature([WebhookEntity, SubmissionEntity, CalculatorEntity, WorkspaceEntity]),
     DeliveryQueueModule,
     DeliveryStoreModule,
+    OperationalEventsModule, // the attempt's record and recoveries report to operational webhooks
   ],
   providers: [
     { provide: SSRF_RESOLVER, useValue: undefined },

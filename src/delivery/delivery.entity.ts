@@ -17,7 +17,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 @Index('deliveries_workspace_log_idx', { synchronize: false })
 @Index('deliveries_ended_idx', ['completedAt'], { where: 'completed_at IS NOT NULL' })
 @Check('deliveries_status_check', `status IN ('pending', 'succeeded', 'failed', 'cancelled', 'skipped')`)
-@Check('deliveries_submission_or_test_check', 'submission_id IS NOT NULL OR test_submission IS NOT NULL')
+@Check('deliveries_payload_check', 'submission_id IS NOT NULL OR test_submission IS NOT NULL OR event IS NOT NULL')
 export class DeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;
@@ -38,6 +38,10 @@ export class DeliveryEntity {
   /** A test delivery's sample submission (`meta.test: true`); nothing is stored in submissions for it. */
   @Column({ name: 'test_submission', type: 'jsonb', nullable: true })
   testSubmission: Record<string, unknown> | null;
+
+  /** An operational event (src/operational-webhooks) sent as it is: `{ type, timestamp, data }`. */
+  @Column({ type: 'jsonb', nullable: true })
+  event: Record<string, unknown> | null;
 
   /** The submission's calculator, copied so the workspace log filters by it without a join. */
   @Column({ name: 'calculator_id', type: 'varchar', length: 32, nullable: true })

@@ -113,6 +113,7 @@ export function buildOpenApiDocument(app: INestApplication, prefix: string): Ope
     .addTag('workspace', 'The workspace the API key belongs to')
     .addTag('submissions', 'Extension: how submissions enter (server-side integrations)')
     .addTag('deliveries', 'Extension: the delivery log of a webhook, and manual redelivery')
+    .addTag('operational-webhooks', 'Extension: receivers of the workspace’s operational events (see `webhooks`)')
     .addTag('portal', 'Extension: single-use links to the console, signed in for the workspace')
     .addServer(`/${prefix}`)
     .addApiKey({ type: 'apiKey', in: 'header', name: API_KEY_HEADER }, API_KEY_SCHEME)

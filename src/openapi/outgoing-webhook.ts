@@ -19,13 +19,22 @@ const retryAfter = {
   },
 };
 
-/** The request the service sends to a webhook's url (DESIGN 5), and the answers it acts on. */
-const NEW_SUBMISSION: PathItemObject = {
+interface OutgoingRequest {
+  operationId: string;
+  summary: string;
+  description: string;
+  /** The body's schema, a component's name. */
+  schema: string;
+  gone: string;
+}
+
+/** A request the service sends, signed and retried as DESIGN 5 says, and the answers it acts on. */
+const outgoing = ({ operationId, summary, description, schema, gone }: OutgoingRequest): PathItemObject => ({
   post: {
-    operationId: 'newSubmission',
-    summary: 'A submission was made to one of the webhook’s calculators',
+    operationId,
+    summary,
     description: [
-      'Sent by the service to the webhook’s `url` for every submission to a calculator it is bound to.',
+      description,
       'Signed as [Standard Webhooks](https://www.standardwebhooks.com/) specify: verify the signature and the',
       'timestamp before trusting the body (see "Verifying deliveries" in the README). Retried on failure',
       '(8 attempts over about 27.5 hours by default) with the same `webhook-id`: use it to de-duplicate.',
@@ -70,13 +79,11 @@ const NEW_SUBMISSION: PathItemObject = {
     ],
     requestBody: {
       required: true,
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/DeliveryPayload' } } },
+      content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
     },
     responses: {
       '2XX': { description: 'Accepted: the delivery succeeded (within the attempt timeout, 15 s by default).' },
-      '410': {
-        description: 'Gone: the delivery ends as failed and the webhook is disabled (no further deliveries).',
-      },
+      '410': { description: gone },
       '429': { description: 'Too many requests: retried later, honouring `Retry-After`.', headers: retryAfter },
       '503': { description: 'Unavailable: retried later, honouring `Retry-After`.', headers: retryAfter },
       default: {
@@ -86,9 +93,56 @@ const NEW_SUBMISSION: PathItemObject = {
       },
     },
   },
+});
+
+/** The request the service sends to a webhook's url (DESIGN 5). */
+const NEW_SUBMISSION = outgoing({
+  operationId: 'newSubmission',
+  summary: 'A submission was made to one of the webhook’s calculators',
+  description: 'Sent by the service to the webhook’s `url` for every submission to a calculator it is bound to.',
+  schema: 'DeliveryPayload',
+  gone: 'Gone: the delivery ends as failed and the webhook is disabled (no further deliveries).',
+});
+
+/** What an operational webhook (POST /operational-webhooks) receives, by event (DESIGN 10). */
+const OPERATIONAL_EVENTS: Record<string, Omit<OutgoingRequest, 'gone'>> = {
+  'webhook.disabled': {
+    operationId: 'webhookDisabled',
+    summary: 'A webhook was disabled',
+    description: 'By hand (POST /webhooks/{id}/disable), after a 410, or by the health rules; with the last error.',
+    schema: 'WebhookDisabledEvent',
+  },
+  'webhook.enabled': {
+    operationId: 'webhookEnabled',
+    summary: 'A disabled webhook was enabled',
+    description: 'POST /webhooks/{id}/enable on a disabled webhook.',
+    schema: 'WebhookEnabledEvent',
+  },
+  'delivery.failed': {
+    operationId: 'deliveryFailed',
+    summary: 'A delivery ended failed',
+    description:
+      'Its retry schedule was exhausted, its receiver answered 410, or the SSRF guard refused it; with the ' +
+      'last attempt and the body the webhook was sent.',
+    schema: 'DeliveryFailedEvent',
+  },
+  'recovery.completed': {
+    operationId: 'recoveryCompleted',
+    summary: 'A recovery completed',
+    description: 'Every delivery it matched was requeued (POST /webhooks/{id}/recover); with its counts.',
+    schema: 'RecoveryCompletedEvent',
+  },
 };
 
 /** The OpenAPI 3.1 `webhooks` section: the requests this API sends rather than answers. */
 export function addOutgoingWebhooks(document: OpenAPIObject): void {
-  document.webhooks = { newSubmission: NEW_SUBMISSION };
+  const operational = Object.entries(OPERATIONAL_EVENTS).map(([type, request]) => [
+    type,
+    outgoing({
+      ...request,
+      description: `Sent to the workspace's operational webhooks subscribed to \`${type}\`. ${request.description}`,
+      gone: 'Gone: the delivery ends as failed (an operational webhook is never disabled).',
+    }),
+  ]);
+  document.webhooks = { newSubmission: NEW_SUBMISSION, ...Object.fromEntries(operational) };
 }

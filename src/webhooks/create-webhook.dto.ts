@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
@@ -84,22 +85,28 @@ export class NoControlCharactersConstraint implements ValidatorConstraintInterfa
 /** Present means not null: an optional field sent as null is an error, not a default. */
 const unlessUndefined = (property: string) => ValidateIf((o: Record<string, unknown>) => o[property] !== undefined);
 
+/** A receiver's url, as webhooks and operational webhooks take it (the SSRF guard's check is the service's). */
+export const IsReceiverUrl = (example: string) =>
+  applyDecorators(
+    // No `format: uri`: that is ASCII only (RFC 3986), and an address as a browser takes it may hold any character.
+    ApiProperty({
+      maxLength: MAX_URL_LENGTH,
+      description:
+        'Absolute http(s) URL that receives the data, without credentials (`user:password@`). Characters outside ' +
+        'ASCII are taken as a browser takes them and percent-encoded when a delivery is sent. While the SSRF guard ' +
+        'is on (production), a host that is `localhost` (or `*.localhost`) or a non-public IP literal (IPv4, or an ' +
+        'IPv6 form embedding one) is refused; a name is checked when a delivery is sent.',
+      example,
+    }),
+    IsString(),
+    MaxLength(MAX_URL_LENGTH),
+    Validate(HttpUrlConstraint),
+    Validate(NoCredentialsConstraint),
+  );
+
 @ApiSchema({ name: 'CreateWebhook' })
 export class CreateWebhookDto {
-  // No `format: uri`: that is ASCII only (RFC 3986), and an address as a browser takes it may hold any character.
-  @ApiProperty({
-    maxLength: MAX_URL_LENGTH,
-    description:
-      'Absolute http(s) URL that receives the data, without credentials (`user:password@`). Characters outside ' +
-      'ASCII are taken as a browser takes them and percent-encoded when a delivery is sent. While the SSRF guard ' +
-      'is on (production), a host that is `localhost` (or `*.localhost`) or a non-public IP literal (IPv4, or an ' +
-      'IPv6 form embedding one) is refused; a name is checked when a delivery is sent.',
-    example: 'https://example.com/hooks/calc',
-  })
-  @IsString()
-  @MaxLength(MAX_URL_LENGTH)
-  @Validate(HttpUrlConstraint)
-  @Validate(NoCredentialsConstraint)
+  @IsReceiverUrl('https://example.com/hooks/calc')
   url: string;
 
   @ApiPropertyOptional({

@@ -6,11 +6,16 @@ import type { RetryScheduleName } from '../delivery/retry-schedule.js';
 export const DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
 export type DisabledReason = (typeof DISABLED_REASONS)[number];
 
+/** `operational`: a workspace's receiver of operational events (src/operational-webhooks), never a spec webhook. */
+export const WEBHOOK_KINDS = ['webhook', 'operational'] as const;
+export type WebhookKind = (typeof WEBHOOK_KINDS)[number];
+
 @Entity('webhooks')
 @Check('webhooks_disabled_reason_check', `disabled_reason IN ('manual', 'gone', 'failing')`)
 @Check('webhooks_timeout_ms_check', `timeout_ms BETWEEN 1000 AND 30000`)
 @Check('webhooks_max_in_flight_check', `max_in_flight BETWEEN 1 AND 100`)
 @Check('webhooks_retry_schedule_check', `retry_schedule IN ('standard', 'short', 'none')`)
+@Check('webhooks_kind_check', `kind IN ('webhook', 'operational')`)
 @Index('webhooks_workspace_active_idx', ['workspaceId', 'createdAt', 'id'], { where: 'removed_at IS NULL' })
 export class WebhookEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
@@ -28,6 +33,10 @@ export class WebhookEntity {
 
   @Column({ type: 'varchar', length: 32, default: 'user' })
   source: string;
+
+  /** The spec's endpoints know only `webhook`s; an `operational` one has events as triggers and no calculators. */
+  @Column({ type: 'varchar', length: 16, default: 'webhook' })
+  kind: WebhookKind;
 
   /** Standard Webhooks signing secret (`whsec_...`); only ever shown by GET /webhooks/{id}/secret. */
   @Column({ type: 'varchar', length: 128 })

@@ -7,11 +7,14 @@ import { prepared, type PreparedStatement } from '../core/database/prepared.js';
 
 /**
  * Prepared, so Postgres plans it once per connection (the ORM's findOneBy sends new text each time, and
- * this is on every operation on one webhook). `columns`: the entity's select list (selectListOf), so the
+ * this is on every operation on one webhook). Operational webhooks (DESIGN 10) are not the spec's: 404. `columns`: the entity's select list (selectListOf), so the
  * row is the entity's. Parameters: id, workspace.
  */
 export const webhookGet = (columns: string): PreparedStatement =>
-  prepared('webhook_get', `SELECT ${columns} FROM webhooks WHERE id = $1 AND workspace_id = $2 AND removed_at IS NULL`);
+  prepared(
+    'webhook_get',
+    `SELECT ${columns} FROM webhooks WHERE id = $1 AND workspace_id = $2 AND removed_at IS NULL AND kind = 'webhook'`,
+  );
 
 /** Serialises a workspace's registrations, so the cap on active webhooks holds under concurrent requests. */
 export const WORKSPACE_REGISTRATION_LOCK = prepared(
@@ -30,7 +33,7 @@ export const WORKSPACE_REGISTRATION_LOCK = prepared(
 export const WEBHOOK_REGISTER = prepared(
   'webhook_register',
   `WITH active AS (
-     SELECT count(*)::int AS n FROM webhooks WHERE workspace_id = $2 AND removed_at IS NULL
+     SELECT count(*)::int AS n FROM webhooks WHERE workspace_id = $2 AND removed_at IS NULL AND kind = 'webhook'
    ), known AS (
      SELECT id FROM calculators WHERE workspace_id = $2 AND id = ANY($7::varchar[]) AND removed_at IS NULL
    ), hook AS (
@@ -60,7 +63,7 @@ export const WEBHOOKS_LIST = prepared(
    FROM webhooks w
    LEFT JOIN webhook_calculators wc ON wc.webhook_id = w.id
    LEFT JOIN calculators c ON c.id = wc.calculator_id AND c.removed_at IS NULL
-   WHERE w.workspace_id = $1 AND w.removed_at IS NULL
+   WHERE w.workspace_id = $1 AND w.removed_at IS NULL AND w.kind = 'webhook'
    GROUP BY w.id
    ORDER BY w.created_at, w.id`,
 );

@@ -5,6 +5,7 @@ import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
+import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookHealthService } from './webhook-health.service.js';
 import { WebhooksService } from './webhooks.service.js';
@@ -16,6 +17,7 @@ import { WebhooksService } from './webhooks.service.js';
     DeliveryQueueModule,
     DeliveryStoreModule,
     AuditEventsModule, // @Audited routes
+    OperationalEventsModule, // disable and enable are reported
   ],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookHealthService],

@@ -44,6 +44,15 @@ export const hasChanges = (dto: UpdateWebhookDto | Record<string, unknown>): boo
 /** Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
 export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
+/** While the SSRF guard is on, a host it would refuse at send time without any lookup is refused now. */
+export function assertDestinationAllowed(config: Pick<AppConfig, 'allowPrivateTargets'>, url: string): void {
+  if (config.allowPrivateTargets) return;
+  const { hostname } = new URL(url);
+  const rule = forbiddenHostRule(hostname);
+  if (!rule) return;
+  throw ApiError.invalidField('url', `url must have a public host: ${hostname} is refused by the SSRF guard: ${rule}`);
+}
+
 export function assertWebhookActive(webhook: WebhookEntity): WebhookEntity {
   if (!webhook.disabledAt) return webhook;
   const reason = webhook.disabledReason ?? 'manual';
@@ -70,7 +79,7 @@ export class WebhooksService {
   }
 
   async create(workspaceId: string, dto: CreateWebhookDto): Promise<ListedWebhook> {
-    this.assertDestinationAllowed(dto.url);
+    assertDestinationAllowed(this.config, dto.url);
     const calculatorIds = [...new Set(dto.calculators)];
     const triggers = [...new Set(dto.triggers ?? TRIGGER_TYPES)];
     const now = new Date();
@@ -111,18 +120,6 @@ export class WebhooksService {
       throw ApiError.badRequest(`This workspace already has the maximum of ${cap} active webhooks`);
     }
     return webhook;
-  }
-
-  /** While the SSRF guard is on, a host it would refuse at send time without any lookup is refused now. */
-  private assertDestinationAllowed(url: string): void {
-    if (this.config.allowPrivateTargets) return;
-    const { hostname } = new URL(url);
-    const rule = forbiddenHostRule(hostname);
-    if (!rule) return;
-    throw ApiError.invalidField(
-      'url',
-      `url must have a public host: ${hostname} is refused by the SSRF guard: ${rule}`,
-    );
   }
 
   async get(workspaceId: string, id: string): Promise<WebhookEntity> {

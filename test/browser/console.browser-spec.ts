@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, recordOffServerRequests } from '../support/browser.js';
-import { FAST_DELIVERY, FAST_MAX_ATTEMPTS, submit } from '../support/delivery.js';
+import { FAST_DELIVERY, FAST_MAX_ATTEMPTS, submit, verifySignature } from '../support/delivery.js';
 import { client, listWebhooks, registerWebhook, type Client } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
@@ -386,6 +386,57 @@ describe('console /console', () => {
     await screenshot(page, 'webhooks');
   });
 
+  it('registers an operational webhook (its secret shown once), whose events arrive signed, and removes it', async () => {
+    const events = await Receiver.start();
+    try {
+      await page.goto(`${baseUrl}/console/#/webhooks`);
+      await page.getByRole('link', { name: 'Operational webhooks' }).click();
+      await page.getByRole('heading', { name: 'Operational webhooks', level: 1 }).waitFor();
+      await page.getByText('No operational webhooks yet').waitFor();
+      const form = page.getByRole('region', { name: 'Register an operational webhook' });
+      await form.getByLabel('URL').fill(events.url);
+      await form.getByRole('checkbox', { name: 'webhook.disabled' }).check();
+      await form.getByRole('checkbox', { name: 'webhook.enabled' }).check();
+      await form.getByRole('button', { name: 'Register operational webhook' }).click();
+      await form
+        .getByRole('status')
+        .filter({ hasText: `Registered ${events.url}.` })
+        .waitFor();
+      const secret = await page.locator('#new-secret').innerText();
+      expect(secret).toMatch(/^whsec_/);
+      await form.getByRole('button', { name: 'Copy secret' }).click();
+      await form.getByRole('button', { name: 'Copied' }).waitFor();
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
+      const card = page.getByRole('listitem').filter({ hasText: events.url });
+      await card.getByText('webhook.disabled, webhook.enabled').waitFor();
+      await screenshot(page, 'operational-webhooks');
+
+      // A change to a webhook reaches it, signed with the secret the page showed.
+      const watched = await registerWebhook(api, { url: ok.url, name: 'Watched', calculators: [calculatorA.id] });
+      await api.post(`/webhooks/${watched.id}/disable`).expect(200);
+      await waitFor(() => events.requests.length === 1 || null, 10_000, 'the webhook.disabled event');
+      expect(verifySignature(secret, events.requests[0])).toMatchObject({
+        type: 'webhook.disabled',
+        data: { webhook: { id: watched.id }, reason: 'manual' },
+      });
+      await api.delete(`/webhooks/${watched.id}`).expect(200);
+
+      await page.reload();
+      await card.getByRole('button', { name: 'Remove' }).waitFor();
+      expect(await page.locator('#new-secret').count()).toBe(0);
+      await card.getByRole('button', { name: 'Remove' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('button', { name: 'Remove' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Removed ${events.url}.` })
+        .waitFor();
+      expect((await api.get('/operational-webhooks')).body.data).toEqual([]);
+    } finally {
+      await events.close();
+    }
+  });
+
   it('signs out and forgets the key', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
@@ -403,6 +454,7 @@ describe('console /console', () => {
       [`#/webhooks/${failingWebhookId}`, 'webhook'],
       [`#/deliveries/${delivery.id}`, 'delivery'],
       ['#/failed', 'failed'],
+      ['#/operational-webhooks', 'operational-webhooks'],
     ];
     for (const [view, name] of views) {
       await narrow.goto(`${baseUrl}/console/${view}`);

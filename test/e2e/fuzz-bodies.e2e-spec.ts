@@ -1,5 +1,6 @@
 import { createId } from '@paralleldrive/cuid2';
 import fc from 'fast-check';
+import { OPERATIONAL_EVENT_TYPES } from '../../src/operational-webhooks/operational-event.js';
 import { ACCEPTED_SOURCES } from '../../src/webhooks/webhook-sources.js';
 import { client, registerWebhook, WEBHOOK_KEYS } from '../support/management-api.js';
 import {
@@ -25,6 +26,28 @@ const SUBMISSION_FIELDS = ['data', 'finished', 'meta'];
 /** A JSON object written member by member, so `__proto__` and duplicate keys survive as sent. */
 const objectText = (entries: [string, unknown][]) =>
   `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`;
+
+/** Mostly a valid body (`validValue` per field) with some members replaced, dropped, added or repeated. */
+const mutatedBody = (fields: string[], validValue: Record<string, () => fc.Arbitrary<unknown>>) =>
+  fc
+    .tuple(
+      fc.record(Object.fromEntries(fields.map((f) => [f, fc.option(validValue[f](), { freq: 5 })]))),
+      fc.array(fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS, ...fields), oddString(3)), jsonValue()), {
+        maxLength: 3,
+      }),
+    )
+    .map(([base, extra]) => {
+      const entries = Object.entries(base).filter(([, v]) => v !== null) as [string, unknown][];
+      return objectText([...entries, ...extra]);
+    });
+
+/** Receiver urls: a plain one, odd paths, odd hosts. */
+const receiverUrl = () =>
+  fc.oneof(
+    fc.constant('https://receiver.example.com/hook'),
+    oddString().map((s) => `https://receiver.example.com/${s}`),
+    oddString().map((s) => `http://${s}`),
+  );
 
 describe('fuzz: request bodies', () => {
   let t: TestApp;
@@ -77,12 +100,7 @@ describe('fuzz: request bodies', () => {
 
   describe('POST /webhooks', () => {
     const validValue: Record<string, () => fc.Arbitrary<unknown>> = {
-      url: () =>
-        fc.oneof(
-          fc.constant('https://receiver.example.com/hook'),
-          oddString().map((s) => `https://receiver.example.com/${s}`),
-          oddString().map((s) => `http://${s}`),
-        ),
+      url: receiverUrl,
       calculators: () =>
         fc.oneof(
           fc.constant([calculatorId]),
@@ -95,24 +113,9 @@ describe('fuzz: request bodies', () => {
       source: () => fc.oneof(fc.constantFrom(...ACCEPTED_SOURCES), oddString(3)),
     };
 
-    /** Mostly a valid body with some members replaced, dropped, added or repeated. */
-    const mutatedBody = () =>
-      fc
-        .tuple(
-          fc.record(Object.fromEntries(WEBHOOK_FIELDS.map((f) => [f, fc.option(validValue[f](), { freq: 5 })]))),
-          fc.array(
-            fc.tuple(fc.oneof(fc.constantFrom(...POLLUTION_KEYS, ...WEBHOOK_FIELDS), oddString(3)), jsonValue()),
-            { maxLength: 3 },
-          ),
-        )
-        .map(([base, extra]) => {
-          const entries = Object.entries(base).filter(([, v]) => v !== null) as [string, unknown][];
-          return objectText([...entries, ...extra]);
-        });
-
     it('answers any body with a webhook or a documented 4xx, and a 4xx changes nothing', async () => {
       await fc.assert(
-        fc.asyncProperty(fc.oneof(mutatedBody(), jsonText(WEBHOOK_FIELDS)), async (body) => {
+        fc.asyncProperty(fc.oneof(mutatedBody(WEBHOOK_FIELDS, validValue), jsonText(WEBHOOK_FIELDS)), async (body) => {
           await expectHandled(post('/api/v1/webhooks', body), (res) => {
             const { data } = res as { data: Record<string, unknown> };
             expect(Object.keys(data).sort()).toEqual(WEBHOOK_KEYS);
@@ -132,6 +135,29 @@ describe('fuzz: request bodies', () => {
           });
         }
       }
+    });
+  });
+
+  describe('POST /operational-webhooks', () => {
+    const fields = ['url', 'events'];
+    const validValue: Record<string, () => fc.Arbitrary<unknown>> = {
+      url: receiverUrl,
+      events: () =>
+        fc.oneof(fc.subarray([...OPERATIONAL_EVENT_TYPES]), fc.array(fc.oneof(fc.constant('x'), oddString(3)))),
+    };
+
+    // Past the cap of 10 a valid body is a 400 too, which must change nothing either.
+    it('answers any body with an operational webhook or a documented 4xx, and a 4xx changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(mutatedBody(fields, validValue), jsonText(fields)), async (body) => {
+          await expectHandled(post('/api/v1/operational-webhooks', body), (res) => {
+            const { data } = res as { data: Record<string, unknown> };
+            expect(data.url).toEqual(expect.any(String));
+            expect(data.secret).toMatch(/^whsec_/);
+          });
+        }),
+        { numRuns: NUM_RUNS },
+      );
     });
   });
 

@@ -21,6 +21,7 @@ interface Tenant {
   deliveryId: string;
   /** Running (no worker in this app). */
   recoveryId: string;
+  operationalWebhookId: string;
 }
 
 const RECOVER_BODY = () => ({ since: new Date(Date.now() - 3_600_000).toISOString() });
@@ -82,6 +83,14 @@ const FOREIGN_OPERATIONS: [string, (own: Tenant, other: Tenant) => Promise<Respo
     'POST /calculators/{id}/submissions',
     (own, other) => own.api.post(`/calculators/${other.calculatorId}/submissions`, { data: { a: 1 } }),
   ],
+  [
+    'GET /operational-webhooks/{id}',
+    (own, other) => own.api.get(`/operational-webhooks/${other.operationalWebhookId}`),
+  ],
+  [
+    'DELETE /operational-webhooks/{id}',
+    (own, other) => own.api.delete(`/operational-webhooks/${other.operationalWebhookId}`),
+  ],
 ];
 
 describe('isolation matrix: two workspaces, every endpoint', () => {
@@ -105,6 +114,11 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
     );
     const recovery = await api.post(`/webhooks/${webhookId}/recover`, RECOVER_BODY());
     expectJson(recovery, 202);
+    const operational = await api.post('/operational-webhooks', {
+      url: `https://${name.toLowerCase()}.example.com/operations`,
+      events: ['webhook.disabled', 'delivery.failed'],
+    });
+    expectJson(operational, 200);
     return {
       name,
       api,
@@ -113,6 +127,7 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
       webhookId,
       deliveryId,
       recoveryId: recovery.body.data.id,
+      operationalWebhookId: operational.body.data.id,
     };
   }
 
@@ -157,15 +172,24 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
     it('every list and lookup shows only the own workspace', async () => {
       const [, , own, other] = pair();
       const lists = await Promise.all(
-        ['/webhooks', '/calculators', `/webhooks/${own.webhookId}/deliveries`, '/me'].map((p) => own.api.get(p)),
+        ['/webhooks', '/calculators', `/webhooks/${own.webhookId}/deliveries`, '/me', '/operational-webhooks'].map(
+          (p) => own.api.get(p),
+        ),
       );
       for (const res of lists) {
         expectJson(res, 200);
-        for (const id of [other.workspaceId, other.webhookId, other.calculatorId, other.deliveryId]) {
+        for (const id of [
+          other.workspaceId,
+          other.webhookId,
+          other.calculatorId,
+          other.deliveryId,
+          other.operationalWebhookId,
+        ]) {
           expect(res.text).not.toContain(id);
         }
       }
-      const [webhooks, calculators, deliveries, me] = lists.map((r) => r.body);
+      const [webhooks, calculators, deliveries, me, operational] = lists.map((r) => r.body);
+      expect(operational.data.map((w: { id: string }) => w.id)).toEqual([own.operationalWebhookId]);
       expect(webhooks.data.map((w: { id: string }) => w.id)).toEqual([own.webhookId]);
       expect(calculators.data.map((c: { id: string }) => c.id)).toEqual([own.calculatorId]);
       expect(deliveries.data.map((d: { id: string }) => d.id)).toEqual([own.deliveryId]);
@@ -190,6 +214,7 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
         .map((job) => job.id)
         .sort();
     for (const own of [a, b]) {
+      expectJson(await own.api.get(`/operational-webhooks/${own.operationalWebhookId}`), 200);
       expectJson(await own.api.get(`/webhooks/${own.webhookId}/secret`), 200);
       expectJson(await own.api.get(`/webhooks/${own.webhookId}/deliveries/${own.deliveryId}`), 200);
       const retried = await own.api.post(`/webhooks/${own.webhookId}/deliveries/${own.deliveryId}/retry`);

@@ -72,6 +72,10 @@ const EXTENSION_OPERATIONS = [
   'GET /portal-links',
   'DELETE /portal-links/{portalLinkId}',
   'POST /portal-sessions',
+  'POST /operational-webhooks',
+  'GET /operational-webhooks',
+  'GET /operational-webhooks/{operationalWebhookId}',
+  'DELETE /operational-webhooks/{operationalWebhookId}',
 ];
 /** Documented only for its 405: a webhook is not replaced (DESIGN 3; PATCH changes its settings). */
 const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}'];
@@ -504,6 +508,48 @@ describe('OpenAPI document', () => {
       );
     });
 
+    it('operational webhooks; the webhooks section: the events a receiver got match theirs', async () => {
+      const create = 'POST /operational-webhooks';
+      const list = 'GET /operational-webhooks';
+      const one = 'GET /operational-webhooks/{operationalWebhookId}';
+      const remove = 'DELETE /operational-webhooks/{operationalWebhookId}';
+      const events = await Receiver.start();
+      try {
+        const created = await api.post('/operational-webhooks', {
+          url: events.url,
+          events: ['webhook.disabled', 'webhook.enabled'],
+        });
+        conformance.check(created, create);
+        conformance.check(await api.post('/operational-webhooks', { url: 'nope', events: ['x'] }), create);
+        conformance.check(await api.post('/operational-webhooks', { x: 'x'.repeat(1024 * 1024 + 1) }), create);
+        conformance.check(await api.get('/operational-webhooks'), list);
+        const own = `/operational-webhooks/${created.body.data.id}`;
+        for (const op of [one, remove]) {
+          const method = op.startsWith('GET') ? 'get' : 'delete';
+          conformance.check(await api.request(method, own).set('content-type', 'application/json').send('{bad'), op);
+          conformance.check(await api.request(method, '/operational-webhooks/unknownhook'), op);
+        }
+        conformance.check(await api.get(own), one);
+
+        await api.post(`/webhooks/${webhookId}/disable`).expect(200);
+        await api.post(`/webhooks/${webhookId}/enable`).expect(200);
+        await waitFor(() => events.requests.length === 2 || null);
+        for (const type of ['webhook.disabled', 'webhook.enabled']) {
+          const request = events.requests.find((r) => JSON.parse(r.body).type === type)!;
+          const schema = pointer('webhooks', type, 'post', 'requestBody', 'content', 'application/json', 'schema');
+          conformance.validate(schema, JSON.parse(request.body), `${type} body`);
+          expect(doc.webhooks[type].post.parameters).toEqual(doc.webhooks.newSubmission.post.parameters);
+          // The workspace's log shows the event's delivery, its payload the event.
+          const logged = await api.get(`/deliveries/${request.headers['webhook-id'] as string}`);
+          expect(logged.body.data.payload).toEqual(JSON.parse(request.body));
+          conformance.check(logged, 'GET /deliveries/{deliveryId}');
+        }
+        conformance.check(await api.delete(own), remove);
+      } finally {
+        await events.close();
+      }
+    });
+
     it('health, pause, test event and secret rotation (DESIGN 7); retry on a disabled webhook', async () => {
       const op = (name: string) => `${name.startsWith('health') ? 'GET' : 'POST'} /webhooks/{webhookId}/${name}`;
       const own = `/webhooks/${webhookId}`;
@@ -606,6 +652,7 @@ describe('OpenAPI document', () => {
         '{deliveryId}': 'unknowndelivery',
         '{recoveryId}': 'unknownrecovery',
         '{portalLinkId}': 'unknownlink',
+        '{operationalWebhookId}': 'unknownhook',
       };
       for (const operation of operationsOf(doc).filter((o) => !UNSUPPORTED_OPERATIONS.includes(o))) {
         const [method, template] = operation.split(' ');

@@ -5,6 +5,7 @@ import { AuditEvents1765000000000 } from './migrations/1765000000000-audit-event
 import { WebhookSettings1765100000000 } from './migrations/1765100000000-webhook-settings.js';
 import { PortalLinks1765300000000 } from './migrations/1765300000000-portal-links.js';
 import { PartitionDeliveries1766000000000 } from './migrations/1766000000000-partition-deliveries.js';
+import { OperationalWebhooks1766100000000 } from './migrations/1766100000000-operational-webhooks.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -12,6 +13,7 @@ export const MIGRATIONS = [
   WebhookSettings1765100000000,
   PortalLinks1765300000000,
   PartitionDeliveries1766000000000,
+  OperationalWebhooks1766100000000,
 ];
 
 /**

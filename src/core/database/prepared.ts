@@ -1,5 +1,5 @@
 import type { PoolClient, QueryResultRow } from 'pg';
-import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 
 /**
  * A hot statement, parsed and planned once per connection (a named prepared statement) instead of
@@ -73,11 +73,14 @@ export async function executePrepared(
 
 /** Runs `work` in a TypeORM transaction on its connection, so prepared statements take part in it. */
 export function transactionOn<T>(dataSource: DataSource, work: (client: PoolClient) => Promise<T>): Promise<T> {
-  return dataSource.transaction(async (manager) => {
-    const runner = manager.queryRunner;
-    if (!runner) throw new Error('a transaction has a query runner');
-    return work((await runner.connect()) as PoolClient);
-  });
+  return dataSource.transaction(async (manager) => work(await clientOf(manager)));
+}
+
+/** The connection of a TypeORM transaction, for prepared statements that take part in it. */
+export async function clientOf(manager: EntityManager): Promise<PoolClient> {
+  const runner = manager.queryRunner;
+  if (!runner) throw new Error('a transaction has a query runner');
+  return (await runner.connect()) as PoolClient;
 }
 
 /** A select list naming every column of the entity as its property, from TypeORM's metadata. */

@@ -10,3 +10,7 @@ export function readSqlFile(url: URL): string {
     })
     .trimEnd();
 }
+
+/** A delivery store function's CREATE statement, from its sql/ file, as migrations apply it. */
+export const storeFunction = (name: string): string =>
+  readSqlFile(new URL(`../../delivery/store/sql/${name}.sql`, import.meta.url));

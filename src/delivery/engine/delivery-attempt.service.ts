@@ -175,15 +175,16 @@ export class DeliveryAttemptService {
 
   private outgoing(deliveryId: string, ctx: AttemptContext): Outgoing {
     const body = JSON.stringify(
-      buildPayload(ctx.webhook_id, {
-        id: ctx.submission_id,
-        calculatorId: ctx.calculator_id,
-        finished: ctx.finished,
-        data: ctx.data,
-        meta: ctx.meta,
-        createdAt: ctx.created_at,
-        updatedAt: ctx.updated_at,
-      }),
+      ctx.event ??
+        buildPayload(ctx.webhook_id, {
+          id: ctx.submission_id,
+          calculatorId: ctx.calculator_id,
+          finished: ctx.finished,
+          data: ctx.data,
+          meta: ctx.meta,
+          createdAt: ctx.created_at,
+          updatedAt: ctx.updated_at,
+        }),
     );
     const secrets = ctx.previous_secret ? [ctx.secret, ctx.previous_secret] : [ctx.secret];
     const signed = signPayload(secrets, deliveryId, Math.floor(Date.now() / 1000), body);

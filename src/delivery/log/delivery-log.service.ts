@@ -6,7 +6,7 @@ import { isCuid2 } from '../../core/ids.js';
 import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { encodeCursor } from '../../core/http/log-cursor.js';
-import { buildPayload } from '../delivery-payload.js';
+import { storedPayload } from '../delivery-payload.js';
 import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
 import { DeliveryStore } from '../store/delivery-store.js';
@@ -91,10 +91,9 @@ export class DeliveryLogService {
       }),
       delivery.submissionId === null ? null : this.submissions.findOneByOrFail({ id: delivery.submissionId }),
     ]);
-    // A test delivery (DESIGN 7.4) carries its sample submission instead of a stored one.
-    const payload = submission
-      ? buildPayload(delivery.webhookId, submission)
-      : { webhookId: delivery.webhookId, event: 'newSubmission' as const, data: delivery.testSubmission };
+    // A test delivery (DESIGN 7.4) carries its sample submission instead of a stored one, an operational
+    // event's delivery (DESIGN 10) the event it sends.
+    const payload = delivery.event ?? storedPayload(delivery.webhookId, submission, delivery.testSubmission);
     return { delivery, attempts, payload };
   }
 

@@ -1,4 +1,6 @@
-import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiSchema, getSchemaPath } from '@nestjs/swagger';
+import { OPERATIONAL_EVENT_TYPES } from '../../operational-webhooks/operational-event.js';
+import { OPERATIONAL_EVENT_SCHEMAS } from '../../operational-webhooks/operational-event.response.js';
 import { SubmissionResponse } from '../../submissions/submission.response.js';
 import { TRIGGER_TYPES } from '../../webhooks/webhook-sources.js';
 import { DELIVERY_STATUSES, type DeliveryAttemptEntity, type DeliveryEntity } from '../delivery.entity.js';
@@ -18,11 +20,15 @@ export class DeliveryResponse {
   @ApiProperty({
     type: 'string',
     nullable: true,
-    description: 'The submission delivered; null for a test event (its sample submission is not stored).',
+    description:
+      'The submission delivered; null for a test event (its sample submission is not stored) and an operational event.',
   })
   submissionId: string | null;
 
-  @ApiProperty({ enum: TRIGGER_TYPES })
+  @ApiProperty({
+    enum: [...TRIGGER_TYPES, ...OPERATIONAL_EVENT_TYPES],
+    description: 'newSubmission, or the operational event an operational webhook was sent',
+  })
   event: string;
 
   @ApiProperty({ enum: DELIVERY_STATUSES })
@@ -102,9 +108,15 @@ export class DeliveryPayload {
   data: SubmissionResponse;
 }
 
+const PAYLOADS = [DeliveryPayload, ...Object.values(OPERATIONAL_EVENT_SCHEMAS)];
+
 @ApiSchema({ name: 'DeliveryDetail' })
+@ApiExtraModels(...PAYLOADS)
 export class DeliveryDetailResponse extends DeliveryResponse {
-  @ApiProperty({ type: DeliveryPayload })
+  @ApiProperty({
+    oneOf: PAYLOADS.map((schema) => ({ $ref: getSchemaPath(schema) })),
+    description: 'The body sent: a submission, or an operational event (to an operational webhook)',
+  })
   payload: unknown;
 
   @ApiProperty({ type: [DeliveryAttemptResponse] })
@@ -115,7 +127,7 @@ export const serializeDelivery = (d: DeliveryEntity): DeliveryResponse => ({
   id: d.id,
   webhookId: d.webhookId,
   submissionId: d.submissionId,
-  event: 'newSubmission',
+  event: typeof d.event?.type === 'string' ? d.event.type : 'newSubmission',
   status: d.status,
   attemptCount: d.attemptCount,
   maxAttempts: d.maxAttempts,

@@ -3,6 +3,8 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
+import { operationalEvent } from '../../operational-webhooks/operational-event.js';
+import { OperationalEvents } from '../../operational-webhooks/operational-events.js';
 import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 import { WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from '../delivery-queue.js';
@@ -39,6 +41,7 @@ export class RecoveryRunner {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
+    private readonly events: OperationalEvents,
   ) {}
 
   /** One batch of each running recovery in turn, until none has more to do now or `signal` is aborted. */
@@ -67,8 +70,11 @@ export class RecoveryRunner {
   }
 
   private async batch(recoveryId: string): Promise<BatchOutcome> {
-    const { outcome, jobs } = await this.dataSource.transaction((manager) => this.requeueBatch(manager, recoveryId));
+    const { outcome, jobs, reported } = await this.dataSource.transaction((manager) =>
+      this.requeueBatch(manager, recoveryId),
+    );
     await this.queue.enqueue(jobs, 'manual');
+    await this.events.enqueue(reported);
     if (outcome === 'done') this.logger.log(`Recovery ${recoveryId} completed`);
     return outcome;
   }
@@ -76,8 +82,8 @@ export class RecoveryRunner {
   private async requeueBatch(
     manager: EntityManager,
     recoveryId: string,
-  ): Promise<{ outcome: BatchOutcome; jobs: DeliveryToEnqueue[] }> {
-    const idle = { outcome: 'idle' as const, jobs: [] };
+  ): Promise<{ outcome: BatchOutcome; jobs: DeliveryToEnqueue[]; reported: DeliveryToEnqueue[] }> {
+    const idle = { outcome: 'idle' as const, jobs: [], reported: [] };
     const found = await manager.findOne(RecoveryEntity, { select: { webhookId: true }, where: { id: recoveryId } });
     if (!found) return idle;
     // The webhook first, as DELETE locks it (FOR UPDATE) before it cancels the recovery: no deadlock,
@@ -133,7 +139,7 @@ export class RecoveryRunner {
         updatedAt: new Date(),
       },
     );
-    if (done) await this.end(manager, recoveryId, 'completed');
+    const reported = done ? await this.complete(manager, recovery, requeued.length) : [];
     const jobs = requeued.map((d) => ({
       deliveryId: d.id,
       createdAt: createdAt.get(d.id)!,
@@ -143,11 +149,31 @@ export class RecoveryRunner {
       // Named as a manual retry's job: the delivery's last job may not be gone yet, and DELETE removes it by this name.
       jobId: manualJobId(d.id, d.max_attempts),
     }));
-    return { outcome: done ? 'done' : 'more', jobs };
+    return { outcome: done ? 'done' : 'more', jobs, reported };
   }
 
-  private async end(manager: EntityManager, recoveryId: string, status: 'completed' | 'cancelled'): Promise<void> {
+  /** Ends the recovery and writes its recovery.completed event in the same transaction (DESIGN 10). */
+  private async complete(
+    manager: EntityManager,
+    recovery: RecoveryEntity,
+    lastBatch: number,
+  ): Promise<DeliveryToEnqueue[]> {
+    const completedAt = await this.end(manager, recovery.id, 'completed');
+    const event = operationalEvent(recovery.workspaceId, 'recovery.completed', {
+      recoveryId: recovery.id,
+      webhookId: recovery.webhookId,
+      since: recovery.since.toISOString(),
+      until: recovery.until.toISOString(),
+      matched: recovery.matched,
+      requeued: recovery.requeued + lastBatch,
+      completedAt: completedAt.toISOString(),
+    });
+    return this.events.write(manager, [event]);
+  }
+
+  private async end(manager: EntityManager, recoveryId: string, status: 'completed' | 'cancelled'): Promise<Date> {
     const now = new Date();
     await manager.update(RecoveryEntity, { id: recoveryId }, { status, completedAt: now, updatedAt: now });
+    return now;
   }
 }

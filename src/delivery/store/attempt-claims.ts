@@ -35,6 +35,8 @@ export interface AttemptContext {
   created_at: Date;
   updated_at: Date;
   settings: AttemptSettings;
+  /** An operational event (src/operational-webhooks), sent as it is; the submission's fields are null then. */
+  event: Record<string, unknown> | null;
 }
 
 /**

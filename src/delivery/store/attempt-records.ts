@@ -7,6 +7,7 @@ import { APP_CONFIG } from '../../core/config/config.module.js';
 import { queryPrepared } from '../../core/database/prepared.js';
 import { ATTEMPT_RECORD, SKIP_PENDING } from './delivery-statements.js';
 import { DeliveryMetrics } from '../../metrics/delivery.metrics.js';
+import { OperationalEvents } from '../../operational-webhooks/operational-events.js';
 import type { DisabledReason } from '../../webhooks/webhook.entity.js';
 import type { DeliveryStatus } from '../delivery.entity.js';
 
@@ -49,6 +50,7 @@ export class AttemptRecords {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: DeliveryMetrics,
+    private readonly events: OperationalEvents,
   ) {
     const concurrent = Math.max(1, Math.floor(config.databasePoolSize / 4));
     this.batcher = new Batcher((records) => this.write(records), concurrent, MAX_BATCH);
@@ -78,10 +80,16 @@ export class AttemptRecords {
       column('deliveryCreatedAt'),
     ]);
     const status = new Map<string, DeliveryStatus>();
+    const disabled: string[] = [];
     for (const row of rows) {
       if (row.kind === 'delivery') status.set(row.id, row.status);
-      else await this.disabled(row.id, row.workspace_id, row.status);
+      else {
+        disabled.push(row.id);
+        await this.disabled(row.id, row.workspace_id, row.status);
+      }
     }
+    this.events.afterWebhooksDisabled(disabled);
+    this.events.afterDeliveriesEnded([...status].filter(([, s]) => s === 'failed').map(([id]) => id));
     return records.map((r) => status.get(r.deliveryId) ?? null);
   }
 

@@ -90,6 +90,46 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
          ARRAY(SELECT max_in_flight FROM pending ORDER BY id) AS max_in_flights`,
 );
 
+// --- create: operational events (DESIGN 10), in the transaction of the change they report when it has one ---
+
+/*
+ * Plain text, run on the caller's transaction: events are few. The receivers of each event (by its
+ * ordinal): the workspace's operational webhooks whose triggers hold its type. Parameters: workspace
+ * ids, event types.
+ */
+export const OPERATIONAL_EVENT_RECEIVERS = `
+  SELECT e.n::int AS n, w.id, w.url, w.workspace_id AS "workspaceId"
+  FROM unnest($1::varchar[], $2::varchar[]) WITH ORDINALITY AS e(workspace_id, type, n)
+  JOIN webhooks w ON w.workspace_id = e.workspace_id AND w.kind = 'operational' AND w.removed_at IS NULL
+  JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = e.type
+  ORDER BY e.n, w.id`;
+
+/** One pending delivery per receiver, carrying its event. Parameters: ids, workspaces, webhooks, events, max_attempts, now. */
+export const OPERATIONAL_EVENTS_INSERT = `
+  INSERT INTO deliveries (id, workspace_id, webhook_id, event, status, max_attempts, next_attempt_at, created_at,
+                          updated_at)
+  SELECT i.id, i.workspace_id, i.webhook_id, i.event, 'pending', $5, $6, $6, $6
+  FROM unnest($1::varchar[], $2::varchar[], $3::varchar[], $4::jsonb[]) AS i(id, workspace_id, webhook_id, event)`;
+
+/**
+ * Deliveries of webhooks (not of operational ones, so their events cannot loop) that ended failed, with
+ * what delivery.failed tells: the webhook, the last attempt and what was sent. Parameters: ids.
+ */
+export const FAILED_DELIVERIES = `
+  SELECT d.id, d.workspace_id AS "workspaceId", w.id AS "webhookId", w.name AS "webhookName", w.url AS "webhookUrl",
+         d.test_submission AS "testSubmission", s.id AS "submissionId", s.calculator_id AS "calculatorId",
+         s.finished, s.data, s.meta, s.created_at AS "createdAt", s.updated_at AS "updatedAt",
+         a.attempt_number AS "attemptNumber", a.started_at AS "startedAt", a.duration_ms AS "durationMs",
+         a.status_code AS "statusCode", a.response_body AS "responseBody", a.error
+  FROM deliveries d
+  JOIN webhooks w ON w.id = d.webhook_id AND w.kind = 'webhook'
+  LEFT JOIN submissions s ON s.id = d.submission_id
+  LEFT JOIN LATERAL (
+    SELECT * FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.delivery_created_at = d.created_at ORDER BY a.attempt_number DESC, a.started_at DESC
+    LIMIT 1
+  ) a ON true
+  WHERE d.id = ANY($1::varchar[]) AND d.status = 'failed' AND d.event IS NULL`;
+
 // --- claim and record (the worker, per batch of attempts) ---
 
 /**
@@ -184,7 +224,7 @@ function webhookStop(
 
 /** DELETE /webhooks/{id}: removed, its pending deliveries cancelled, a running recovery (DESIGN 7.3) too. */
 export const WEBHOOK_REMOVE = webhookStop('webhook_remove', {
-  target: 'w.removed_at IS NULL',
+  target: "w.removed_at IS NULL AND w.kind = 'webhook'",
   set: 'removed_at = $3, updated_at = $3',
   ended: 'cancelled',
   alsoEnd: `UPDATE recoveries SET status = 'cancelled', completed_at = $3, updated_at = $3
@@ -193,9 +233,16 @@ export const WEBHOOK_REMOVE = webhookStop('webhook_remove', {
 
 /** POST /webhooks/{id}/disable (DESIGN 7.1): disabled by hand, its pending deliveries skipped. */
 export const WEBHOOK_DISABLE = webhookStop('webhook_disable', {
-  target: 'w.removed_at IS NULL AND w.disabled_at IS NULL',
+  target: "w.removed_at IS NULL AND w.disabled_at IS NULL AND w.kind = 'webhook'",
   set: `disabled_at = $3, disabled_reason = 'manual'`,
   ended: 'skipped',
+});
+
+/** DELETE /operational-webhooks/{id} (DESIGN 10): as a webhook's DELETE; it has no recoveries. */
+export const OPERATIONAL_WEBHOOK_REMOVE = webhookStop('operational_webhook_remove', {
+  target: "w.removed_at IS NULL AND w.kind = 'operational'",
+  set: 'removed_at = $3, updated_at = $3',
+  ended: 'cancelled',
 });
 
 /** Skips the pending deliveries of a webhook the record just disabled (the claim would skip them later anyway). */

@@ -1,12 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
-import { executePrepared, queryPrepared } from '../../core/database/prepared.js';
-import type { DeliveryJobs } from '../delivery-queue.js';
+import { clientOf, executePrepared, queryPrepared, queryPreparedOn } from '../../core/database/prepared.js';
+import { newId } from '../../core/ids.js';
+import type { WorkspaceEvent } from '../../operational-webhooks/operational-event.js';
+import type { DeliveryJobs, DeliveryToEnqueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import { TRANSITIONS } from './delivery-lifecycle.js';
 import {
   DUE_BEFORE,
+  FAILED_DELIVERIES,
+  OPERATIONAL_EVENT_RECEIVERS,
+  OPERATIONAL_EVENTS_INSERT,
+  OPERATIONAL_WEBHOOK_REMOVE,
   OLDEST_PENDING_AGE,
   OVERDUE_PAGE,
   RECOVER,
@@ -53,6 +59,29 @@ export interface OverdueDelivery {
   webhookId: string;
 }
 
+/** A delivery that ended failed, with its webhook, its submission (null for a test), its last attempt (if any). */
+export interface FailedDelivery {
+  id: string;
+  workspaceId: string;
+  webhookId: string;
+  webhookName: string;
+  webhookUrl: string;
+  testSubmission: Record<string, unknown> | null;
+  submissionId: string | null;
+  calculatorId: string;
+  finished: boolean;
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  attemptNumber: number | null;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  responseBody: string | null;
+  error: string | null;
+}
+
 /**
  * Owns every write to `deliveries` and `delivery_attempts` made outside the worker's hot path, one method
  * per transition of delivery-lifecycle.ts; the worker's claim and record are AttemptClaims and
@@ -85,28 +114,73 @@ export class DeliveryStore {
   /** create: a test event's delivery, in the caller's transaction (which holds its webhook's row). */
   createTest(
     manager: EntityManager,
-    delivery: Omit<DeliveryEntity, 'status' | 'attemptCount'>,
+    delivery: Omit<DeliveryEntity, 'status' | 'attemptCount' | 'event'>,
   ): Promise<DeliveryEntity> {
     return manager.save(manager.create(DeliveryEntity, { ...delivery, status: 'pending', attemptCount: 0 }));
   }
 
   /**
-   * cancel (`remove`) or skip (`disable`) behind the removal fence: waits for attempts writing their
-   * request to this webhook and holds off new ones, changes the webhook and ends its pending deliveries.
-   * Returns the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null
-   * when the workspace has no such webhook (removed, or for disable already disabled).
+   * create: one delivery per operational webhook subscribed to each event (DESIGN 10), in the caller's
+   * transaction (the change the event reports, when it has one); returns them for the caller to enqueue.
+   */
+  async createEvents(
+    manager: EntityManager,
+    events: WorkspaceEvent[],
+    maxAttempts: number,
+  ): Promise<DeliveryToEnqueue[]> {
+    if (events.length === 0) return [];
+    const receivers = (await manager.query(OPERATIONAL_EVENT_RECEIVERS, [
+      events.map((e) => e.workspaceId),
+      events.map((e) => e.event.type),
+    ])) as { n: number; id: string; url: string; workspaceId: string }[];
+    if (receivers.length === 0) return [];
+    const ids = receivers.map(() => newId());
+    const now = new Date();
+    await manager.query(OPERATIONAL_EVENTS_INSERT, [
+      ids,
+      receivers.map((r) => r.workspaceId),
+      receivers.map((r) => r.id),
+      receivers.map((r) => JSON.stringify(events[r.n - 1].event)),
+      maxAttempts,
+      now,
+    ]);
+    return receivers.map((r, i) => ({
+      deliveryId: ids[i],
+      createdAt: now,
+      url: r.url,
+      workspaceId: r.workspaceId,
+      webhookId: r.id,
+    }));
+  }
+
+  /** Of these deliveries, the webhooks' ones that ended failed (operational webhooks' aside), for delivery.failed. */
+  async failedDeliveries(ids: string[]): Promise<FailedDelivery[]> {
+    if (ids.length === 0) return [];
+    return (await this.dataSource.query(FAILED_DELIVERIES, [ids])) as FailedDelivery[];
+  }
+
+  /**
+   * cancel (`remove`, `remove-operational`) or skip (`disable`) behind the removal fence: waits for attempts
+   * writing their request to this webhook and holds off new ones, changes the webhook and ends its pending
+   * deliveries; in `manager`'s transaction when given (the fence is then held until it commits). Returns
+   * the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null when the
+   * workspace has no such webhook (removed, or for disable already disabled).
    */
   async stopWebhook<Row>(
-    change: 'remove' | 'disable',
+    change: 'remove' | 'disable' | 'remove-operational',
     workspaceId: string,
     webhookId: string,
+    manager?: EntityManager,
   ): Promise<(Row & { ended: DeliveryJobs[] }) | null> {
-    const statement = change === 'remove' ? WEBHOOK_REMOVE : WEBHOOK_DISABLE;
-    const [row] = await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, [
-      webhookId,
-      workspaceId,
-      new Date(),
-    ]);
+    const statement = {
+      remove: WEBHOOK_REMOVE,
+      disable: WEBHOOK_DISABLE,
+      'remove-operational': OPERATIONAL_WEBHOOK_REMOVE,
+    }[change];
+    const values = [webhookId, workspaceId, new Date()];
+    const [row] = manager
+      ? await queryPreparedOn<Row & { ended: DeliveryJobs[] }>(await clientOf(manager), statement, values)
+      : await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, values);
     return row ?? null;
   }
 

@@ -1,10 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { readSqlFile } from '../sql-file.js';
-
-// The delivery store's functions are defined once, in its sql/ folder (a later change is a new migration
-// that applies the file again).
-const storeFunction = (name: string) =>
-  readSqlFile(new URL(`../../../delivery/store/sql/${name}.sql`, import.meta.url));
+import { storeFunction } from '../sql-file.js';
 
 /**
  * The schema as of the first release, in one migration. From here on migrations are append-only: a

@@ -1,5 +1,5 @@
 CREATE OR REPLACE FUNCTION public.claim_delivery_attempts(p_ids character varying[], p_created_at timestamp with time zone[], p_lease_ms integer)
- RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying, settings jsonb)
+ RETURNS TABLE(delivery_id character varying, outcome text, attempt_count integer, max_attempts integer, webhook_id character varying, url character varying, secret character varying, submission_id character varying, calculator_id character varying, finished boolean, data jsonb, meta jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, previous_secret character varying, settings jsonb, event jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
  SET enable_seqscan TO 'off'
@@ -59,7 +59,8 @@ BEGIN
            CASE WHEN w.previous_secret_expires_at > clock_timestamp() THEN w.previous_secret END,
            -- The webhook's settings (DESIGN 10), read with its row: no other query per attempt.
            jsonb_build_object('headers', w.headers, 'timeoutMs', w.timeout_ms, 'maxInFlight', w.max_in_flight,
-                              'retrySchedule', w.retry_schedule)
+                              'retrySchedule', w.retry_schedule),
+           d.event -- an operational event's delivery: sent as it is
     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
     LEFT JOIN submissions s ON s.id = d.submission_id
     WHERE d.id = ANY(v_claimed) AND d.created_at BETWEEN v_from AND v_to;
@@ -79,13 +80,13 @@ BEGIN
     )
     SELECT st.id, st.status, NULL::integer, NULL::integer, st.webhook_id, NULL::varchar, NULL::varchar,
            NULL::varchar, NULL::varchar, NULL::boolean, NULL::jsonb, NULL::jsonb,
-           NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
+           NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb, NULL::jsonb
     FROM stopped st
     UNION ALL
     -- Read with the snapshot from before "stopped" ran, hence the exclusion.
     SELECT d.id, CASE WHEN d.status = 'pending' THEN 'busy' ELSE 'ended' END, NULL::integer, NULL::integer,
            d.webhook_id, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::boolean,
-           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb
+           NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::varchar, NULL::jsonb, NULL::jsonb
     FROM deliveries d
     WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
       AND d.id NOT IN (SELECT st.id FROM stopped st);

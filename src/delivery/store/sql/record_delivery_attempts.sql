@@ -25,7 +25,7 @@ RETURN QUERY
       AS i(delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
            succeeded, status, next_attempt_at, finished_at, delivery_created_at, ord)
   ), locked AS (
-    SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at FROM webhooks w
+    SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at, w.kind FROM webhooks w
     WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id
                    WHERE d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to)
     ORDER BY w.id FOR NO KEY UPDATE
@@ -64,10 +64,11 @@ RETURN QUERY
     SELECT b.*, CASE WHEN b.reset THEN b.failures ELSE w.consecutive_failures + b.failures END AS failures_now,
            CASE WHEN b.failures = 0 THEN NULL WHEN b.reset THEN b.first_failure
                 ELSE COALESCE(w.failing_since, b.first_failure) END AS failing_since,
-           w.disabled_at IS NULL AND w.removed_at IS NULL AS active
+           w.disabled_at IS NULL AND w.removed_at IS NULL AS active,
+           w.kind = 'operational' AS operational -- never disabled: it has no enable (DESIGN 10)
     FROM batch b JOIN locked w ON w.id = b.webhook_id
   ), decided AS (
-    SELECT s.*, CASE WHEN NOT s.active THEN NULL WHEN s.gone THEN 'gone'
+    SELECT s.*, CASE WHEN NOT s.active OR s.operational THEN NULL WHEN s.gone THEN 'gone'
                      WHEN $14::bigint > 0 AND s.failures > 0 AND s.failures_now >= $13::int
                           AND s.failing_since < now() - make_interval(secs => $14::bigint / 1000.0) THEN 'failing'
                 END AS disable
