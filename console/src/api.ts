@@ -218,7 +218,7 @@ export const api = {
   delivery: (webhookId: string, deliveryId: string) =>
     data<DeliveryDetail>('GET', `/webhooks/${id(webhookId)}/deliveries/${id(deliveryId)}`),
   workspaceDelivery: (deliveryId: string) => data<DeliveryDetail>('GET', `/deliveries/${id(deliveryId)}`),
-  workspaceDeliveries: (params: { status?: string; limit: number; cursor?: string }) =>
+  workspaceDeliveries: (params: { status?: string; statusCode?: string; limit: number; cursor?: string }) =>
     call<{ data: Delivery[]; nextCursor: string | null }>('GET', `/deliveries${query(params)}`),
   auditEvents: (params: { action?: string; limit: number; cursor?: string }) =>
     call<{ data: AuditEvent[]; nextCursor: string | null }>('GET', `/audit-events${query(params)}`),

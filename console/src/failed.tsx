@@ -6,12 +6,25 @@ import { CursorPager, Field, Fields, Heading, LoadError, StatusBadge, useLoad } 
 
 const PAGE = 20;
 
-/** The workspace's failed deliveries across all webhooks, newest first (GET /deliveries?status=failed). */
+/**
+ * The workspace's failed deliveries across all webhooks, newest first (GET /deliveries?status=failed), searched
+ * by the last answer's status code or class (DESIGN 10).
+ */
 export function FailedView() {
   // cursors[i] opens page i; the first page has none.
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const [statusCode, setStatusCode] = useState('');
+  const [typed, setTyped] = useState('');
   const cursor = cursors[cursors.length - 1];
-  const page = useLoad(() => api.workspaceDeliveries({ status: 'failed', limit: PAGE, cursor }), [cursor]);
+  const page = useLoad(
+    () => api.workspaceDeliveries({ status: 'failed', limit: PAGE, cursor, ...(statusCode && { statusCode }) }),
+    [cursor, statusCode],
+  );
+  const search = (event: Event) => {
+    event.preventDefault();
+    setStatusCode(typed.trim());
+    setCursors([undefined]);
+  };
   const webhooks = useLoad(api.webhooks, []);
   const operational = useLoad(api.operationalWebhooks, []);
   const webhookName = (id: string) => {
@@ -26,6 +39,16 @@ export function FailedView() {
     <main>
       <Heading>Failed deliveries</Heading>
       <p>Every webhook's failed deliveries, newest first, including those of removed webhooks.</p>
+      <form role="search" aria-label="Search failed deliveries" onSubmit={search}>
+        <label for="status-code">Status code (500, or a class such as 5xx; empty for all)</label>
+        <input
+          id="status-code"
+          name="statusCode"
+          value={typed}
+          onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit">Search</button>
+      </form>
       <LoadError error={page.error} />
       {page.data?.data.length === 0 && <p>No failed deliveries.</p>}
       <ul class="cards compact" aria-label="Failed deliveries">

@@ -327,6 +327,27 @@ describe('console /console', () => {
     await page.getByRole('list', { name: 'Attempts' }).getByRole('listitem').first().waitFor();
   });
 
+  it('searches the failed deliveries by the last status code or its class', async () => {
+    const failed = (await api.get('/deliveries?status=failed')).body.data as { lastStatusCode: number | null }[];
+    const code = failed.find((d) => d.lastStatusCode !== null)!.lastStatusCode!;
+    const matching = failed.filter((d) => d.lastStatusCode === code).length;
+    await page.goto(`${baseUrl}/console/#/webhooks`);
+    await page.getByRole('link', { name: 'Failed deliveries' }).click();
+    const rows = page.getByRole('list', { name: 'Failed deliveries' }).getByRole('listitem');
+    await rows.first().waitFor();
+    const search = page.getByRole('search', { name: 'Search failed deliveries' });
+    await search.getByLabel(/Status code/).fill(`${String(code)[0]}xx`);
+    await search.getByRole('button', { name: 'Search' }).click();
+    await waitFor(async () => (await rows.count()) === matching, 10_000, `${matching} deliveries of the class`);
+    await expect(rows.first().innerText()).resolves.toMatch(new RegExp(`Last status code\\s+${code}`));
+    await search.getByLabel(/Status code/).fill('1xx');
+    await search.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No failed deliveries.').waitFor();
+    await search.getByLabel(/Status code/).fill('600');
+    await search.getByRole('button', { name: 'Search' }).click();
+    await page.getByText(/statusCode/).waitFor();
+  });
+
   it("shows the workspace's changes in Activity, newest first, filtered by action", async () => {
     const webhookId = (await listWebhooks(api)).find((w) => w.name === 'CRM sync')!.id;
     const rotated = await api.post(`/webhooks/${webhookId}/secret/rotate`, { overlapSeconds: 60 });

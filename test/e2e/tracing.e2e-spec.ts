@@ -166,8 +166,10 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
       const job = await waitFor(() => queue.getJob(row.id), 5_000, 'the job');
       expect(job.data).not.toHaveProperty('trace');
       expect(Object.keys(job.data).sort()).toEqual([
+        'createdAt',
         'deliveryId',
         'destination',
+        'maxInFlight',
         'trigger',
         'url',
         'webhookId',

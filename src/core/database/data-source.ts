@@ -6,6 +6,7 @@ import { WebhookSettings1765100000000 } from './migrations/1765100000000-webhook
 import { PortalLinks1765300000000 } from './migrations/1765300000000-portal-links.js';
 import { PartitionDeliveries1766000000000 } from './migrations/1766000000000-partition-deliveries.js';
 import { OperationalWebhooks1766100000000 } from './migrations/1766100000000-operational-webhooks.js';
+import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery-search.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -14,6 +15,7 @@ export const MIGRATIONS = [
   PortalLinks1765300000000,
   PartitionDeliveries1766000000000,
   OperationalWebhooks1766100000000,
+  DeliverySearch1766200000000,
 ];
 
 /**

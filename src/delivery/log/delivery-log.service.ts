@@ -57,6 +57,16 @@ export class DeliveryLogService {
     if (filter.status) query.andWhere('d.status = :status', { status: filter.status });
     if (filter.webhookId) query.andWhere('d.webhook_id = :webhookId', { webhookId: filter.webhookId });
     if (filter.calculatorId) query.andWhere('d.calculator_id = :calculatorId', { calculatorId: filter.calculatorId });
+    if (filter.submissionId) query.andWhere('d.submission_id = :submissionId', { submissionId: filter.submissionId });
+    if (filter.statusCode) {
+      // deliveries_status_code_log_idx: the class is its key, an exact code a filter within the class.
+      query.andWhere('d.last_status_code IS NOT NULL AND d.last_status_code / 100 = :statusClass', {
+        statusClass: Number(filter.statusCode[0]),
+      });
+      if (!filter.statusCode.endsWith('xx')) {
+        query.andWhere('d.last_status_code = :statusCode', { statusCode: Number(filter.statusCode) });
+      }
+    }
     if (filter.since) query.andWhere('d.created_at >= :since', { since: filter.since });
     if (filter.until) query.andWhere('d.created_at < :until', { until: filter.until });
     if (filter.after) {

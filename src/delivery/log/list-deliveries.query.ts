@@ -1,12 +1,15 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, ValidateBy } from 'class-validator';
+import { IsIn, IsOptional, Matches, ValidateBy } from 'class-validator';
 import { DEFAULT_LIMIT, LimitQueryField, OffsetQueryField } from '../../core/http/paging.js';
 import { IsBeforeUntil, TimestampQueryField } from '../../core/http/timestamps.js';
 import { isCuid2 } from '../../core/ids.js';
 import { CursorQueryField } from '../../core/http/cursor-query.js';
 import type { LogPosition } from '../../core/http/log-cursor.js';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery.entity.js';
+
+/** A status code (100-599) or a class (`5xx`). */
+const STATUS_CODE_PATTERN = /^[1-5](\d\d|xx)$/;
 
 const StatusQueryField = () =>
   applyDecorators(
@@ -55,6 +58,21 @@ export class ListDeliveriesQuery {
 
   @IdQueryField("Only deliveries of this calculator's submissions")
   calculatorId?: string;
+
+  @IdQueryField("Only this submission's deliveries")
+  submissionId?: string;
+
+  @ApiPropertyOptional({
+    type: 'string',
+    pattern: STATUS_CODE_PATTERN.source,
+    description:
+      'Only deliveries whose last answer had this HTTP status code (`500`) or class (`5xx`, `4xx`, `3xx`, `2xx`, ' +
+      '`1xx`); deliveries that never got an answer (timeouts, refused connections) have none',
+    example: '5xx',
+  })
+  @IsOptional()
+  @Matches(STATUS_CODE_PATTERN, { message: 'must be an HTTP status code (100-599) or a class such as 5xx' })
+  statusCode?: string;
 
   @LimitQueryField('deliveries')
   limit: number = DEFAULT_LIMIT;

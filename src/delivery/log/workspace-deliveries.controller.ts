@@ -26,7 +26,9 @@ export class WorkspaceDeliveriesController {
     description:
       "Every webhook's deliveries, removed webhooks' too, until retention deletes them; ordered by `createdAt`, " +
       'then `id`, both descending. Pass `nextCursor` as `cursor` for the next page: pages stay stable while new ' +
-      'deliveries arrive. Unknown query parameters are ignored.',
+      "deliveries arrive. Filters combine: by status, webhook, calculator, submission, the last answer's status " +
+      'code or class (`statusCode=500`, `statusCode=5xx`) and creation time; each is read from an index in this ' +
+      'order. Unknown query parameters are ignored.',
   })
   @ApiCursorPage(DeliveryResponse, 'A page of deliveries; `nextCursor` is null on the last page')
   @ApiErrorResponses(400)
