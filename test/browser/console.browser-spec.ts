@@ -343,6 +343,7 @@ describe('console /console', () => {
     await search.getByLabel(/Status code/).fill('1xx');
     await search.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No failed deliveries.').waitFor();
+    expectedErrors.push(/status of 400 .*\/api\/v1\/deliveries\?.*statusCode=600$/);
     await search.getByLabel(/Status code/).fill('600');
     await search.getByRole('button', { name: 'Search' }).click();
     await page.getByText(/statusCode/).waitFor();

@@ -5,6 +5,9 @@ import { waitFor } from '../support/receiver.js';
 import type { TestApp } from '../support/test-app.js';
 
 const CODES = [200, 204, 301, 404, 410, 429, 500, 502, 503, null];
+const ROWS = 20_000;
+// deliveries_status_code_log_idx as a partition names its own copy (workspace_id, the class expression, ...).
+const STATUS_CODE_INDEX = /_workspace_id_expr_created_at_id_idx|deliveries_status_code_log_idx/;
 
 // Delivery search (DESIGN 10): GET /deliveries by submission and by the last answer's status code or class,
 // each answered from an index in the log's order.
@@ -41,10 +44,10 @@ describe('delivery search (GET /deliveries)', () => {
     submissionId = first.id;
     otherSubmissionId = second.id;
     await waitFor(async () => (await ids(`?status=succeeded`)).length === 2);
-    // 2,000 ended deliveries of the first submission over the last hour, each with one of CODES as its
+    // 20,000 ended deliveries of the first submission over the last hours, each with one of CODES as its
     // last answer (null: none came), and ANALYZE, so the planner sees a log worth an index.
-    const base = Date.now() - 3_600_000;
-    const rows = Array.from({ length: 2_000 }, (_, i) => ({
+    const base = Date.now() - 6 * 3_600_000;
+    const rows = Array.from({ length: ROWS }, (_, i) => ({
       status: 'failed' as const,
       createdAt: new Date(base + i * 1_000),
     }));
@@ -61,29 +64,28 @@ describe('delivery search (GET /deliveries)', () => {
     expect(await ids('?statusCode=503')).toEqual(await expected('last_status_code = 503'));
     expect(await ids('?statusCode=503')).toHaveLength(50);
     expect(await ids('?statusCode=5xx')).toEqual(await expected('last_status_code BETWEEN 500 AND 599'));
-    expect(await ids('?statusCode=4xx&limit=200')).toEqual(
-      await expected('last_status_code BETWEEN 400 AND 499', [], 200),
+    expect(await ids('?statusCode=4xx&limit=100')).toEqual(
+      await expected('last_status_code BETWEEN 400 AND 499', [], 100),
     );
-    // The submissions the app delivered (200 from the receiver) are in the 2xx class too.
-    const twoHundreds = await ids('?statusCode=200&limit=200');
-    expect(twoHundreds).toEqual(await expected('last_status_code = 200', [], 200));
-    expect(twoHundreds).toHaveLength(200);
+    const twoHundreds = await ids('?statusCode=200&limit=100');
+    expect(twoHundreds).toEqual(await expected('last_status_code = 200', [], 100));
+    expect(twoHundreds).toHaveLength(100);
     expect(await ids('?statusCode=1xx')).toEqual([]);
     expect(await ids('?statusCode=418')).toEqual([]);
   });
 
-  it('pages a status class with the cursor, as the log does', async () => {
+  it('pages a status code with the cursor, as the log does', async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const query: string = `?statusCode=4xx&status=failed&limit=100${cursor ? `&cursor=${cursor}` : ''}`;
+      const query: string = `?statusCode=410&limit=100${cursor ? `&cursor=${cursor}` : ''}`;
       const res = await api.get(`/deliveries${query}`);
       expectJson(res, 200);
       seen.push(...(res.body.data as { id: string }[]).map((d) => d.id));
       cursor = res.body.nextCursor as string | null;
     } while (cursor);
-    expect(seen).toEqual(await expected(`last_status_code BETWEEN 400 AND 499 AND status = 'failed'`, [], 10_000));
-    expect(seen).toHaveLength(600);
+    expect(seen).toEqual(await expected('last_status_code = 410', [], ROWS));
+    expect(seen).toHaveLength(ROWS / CODES.length);
   });
 
   it('filters by submissionId, alone and with the other filters', async () => {
@@ -115,7 +117,7 @@ describe('delivery search (GET /deliveries)', () => {
     expectBadRequest(await api.get(`/deliveries?${query}`), field);
   });
 
-  it('answers each search from an index in the log’s order: no sequential scan, no sort', async () => {
+  it('answers each search from an index: the log’s order where it can, never a scan of the log', async () => {
     const searches = [
       '?statusCode=503',
       '?statusCode=5xx',
@@ -138,21 +140,34 @@ describe('delivery search (GET /deliveries)', () => {
     expect(statements).toHaveLength(searches.length);
     const plans = await Promise.all(
       statements.map(async ({ sql, parameters }) =>
-        ((await t.dataSource.query(`EXPLAIN (COSTS OFF) ${sql}`, parameters)) as { 'QUERY PLAN': string }[])
+        (
+          (await t.dataSource.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${sql}`, parameters)) as {
+            'QUERY PLAN': string;
+          }[]
+        )
           .map((r) => r['QUERY PLAN'])
           .join('\n'),
       ),
     );
-    const [code, codeClass, submission] = plans;
-    const sortNode = /(^|->\s+)(Incremental )?Sort\b/m; // a node, not a Merge Append's "Sort Key"
+    // Rows the scans read (returned, or read and dropped by a filter): a page's worth, not the log's.
+    const visited = (plan: string) =>
+      [...plan.matchAll(/Scan[^\n]*actual rows=(\d+) loops=(\d+)|Rows Removed by Filter: (\d+)/g)].reduce(
+        (sum, m) => sum + (m[3] !== undefined ? Number(m[3]) : Number(m[1]) * Number(m[2])),
+        0,
+      );
+    const [code, codeClass, submission, status, since] = plans;
+    const seqScanOfRows = /Seq Scan[^\n]*actual rows=[1-9]/; // an empty partition's is free
     for (const plan of plans) {
-      expect(plan).not.toContain('Seq Scan');
       expect(plan).toMatch(/Index Scan/);
+      expect(plan).not.toMatch(seqScanOfRows);
     }
-    // A submission has at most one delivery per webhook: a sort of those few rows is fine.
-    for (const plan of plans.filter((p) => p !== submission)) expect(plan).not.toMatch(sortNode);
-    expect(code).toContain('deliveries_status_code_log_idx');
-    expect(codeClass).toContain('deliveries_status_code_log_idx');
-    expect(submission).toContain('deliveries_submission_idx');
+    // A class, a status, a time: the log's order straight from the index, a page's worth of rows read.
+    for (const plan of [codeClass, status, since]) expect(visited(plan)).toBeLessThan(1_000);
+    expect(codeClass).toMatch(STATUS_CODE_INDEX);
+    // An exact code is a filter within its class: at most the class's index entries are read (the planner
+    // may sort those when they are few, as here).
+    expect(code).toMatch(STATUS_CODE_INDEX);
+    expect(visited(code)).toBeLessThanOrEqual((ROWS * 3) / CODES.length);
+    expect(submission).toMatch(/_submission_id_idx|deliveries_submission_idx/);
   });
 });

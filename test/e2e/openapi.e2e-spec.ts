@@ -298,6 +298,12 @@ describe('OpenAPI document', () => {
         limit,
         text('since', 'date-time'),
         status,
+        {
+          name: 'statusCode',
+          required: false,
+          schema: { type: 'string', pattern: '^[1-5](\\d\\d|xx)$', example: '5xx' },
+        },
+        text('submissionId'),
         text('until', 'date-time'),
         text('webhookId'),
       ]);
