@@ -22,6 +22,7 @@ import { apiRequest, postSubmissions } from './http-bench.mjs';
 import { PgActivitySampler, processTree } from './pg-activity.mjs';
 import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
+import { searchPhase } from './search-phase.mjs';
 import { createWorkspace, envInt, insertWorkspaces, PG_URL, productEnv, REDIS_URL } from './setup.mjs';
 
 export const ENGINE_PHASE_KEYS = [
@@ -36,6 +37,7 @@ export const ENGINE_PHASE_KEYS = [
   'instant-ten-hosts',
   'host-thousand',
   'cluster',
+  'search',
 ];
 
 const SUBMISSION_BODY = { data: { answer: 42, email: 'bench@example.com', total: 123.45 }, finished: true };
@@ -994,6 +996,7 @@ export function enginePhases(ctx) {
     'instant-ten-hosts': () => instantHosts('instant-ten-hosts', settings.instantHosts),
     'host-thousand': hostThousand,
     cluster: clusterPhase,
+    search: async () => ({ busyBefore: await machineBusy(), ...(await searchPhase(ctx)) }),
   };
   return { settings, run: (key) => phases[key](), instantHosts };
 }
@@ -1163,6 +1166,16 @@ export function engineTargets(results) {
       target: '>= 80.0% of ceiling',
     },
     () => (thousandRatio === null ? null : thousandRatio >= 0.8),
+  );
+  const search = e.search;
+  const slowest = search ? Math.max(...Object.values(search.kinds).map((k) => k.p99)) : null;
+  add(
+    {
+      name: `delivery search p99 (the slowest kind), ${fmt(search?.deliveries ?? 10_000_000)} deliveries in the table`,
+      value: slowest === null ? null : round(slowest, 1),
+      target: '< 100 ms',
+    },
+    (v) => v < 100,
   );
   const keys = thousand?.admissionKeys;
   add(
@@ -1386,6 +1399,23 @@ function thousandSection(r, ten) {
   ].join('\n');
 }
 
+function searchSection(r) {
+  if (!r) return 'Not measured in this run.';
+  return [
+    `One workspace's ${fmt(r.deliveries)} deliveries (${fmt(r.submissions)} submissions to 10 webhooks) inserted by SQL into`,
+    'the current partition (88% answered 200, 2% 204, 4% 500, 2% 503, 1.5% 404, 1% 429, 0.5% 410, 1% no answer),',
+    `in ${fmt(r.insertSeconds)} s with ANALYZE; then each kind of GET /deliveries search, one request at a time through the`,
+    'api, its first page (50) and the next one (the cursor), from request to answer. `BENCH_SEARCH_DELIVERIES`,',
+    '`BENCH_SEARCH_REQUESTS` (per kind) override the counts.',
+    '',
+    '| search | requests | p50 ms | p99 ms | max ms |',
+    '|---|---:|---:|---:|---:|',
+    ...Object.entries(r.kinds).map(
+      ([name, k]) => `| \`${name}\` | ${fmt(k.requests)} | ${fmt(k.p50, 1)} | ${fmt(k.p99, 1)} | ${fmt(k.max, 1)} |`,
+    ),
+  ].join('\n');
+}
+
 /** Keys under `prefix` on each master of the cluster, by its port. */
 async function keysByMaster(nodes, prefix) {
   const cluster = new Cluster(nodes.split(',').map((n) => ({ host: n.split(':')[0], port: Number(n.split(':')[1]) })));
@@ -1471,5 +1501,9 @@ ${thousandSection(e['host-thousand'], e['instant-ten-hosts'])}
 ### On a Redis Cluster (cluster)
 
 ${clusterSection(e.cluster)}
+
+### Delivery search (search)
+
+${searchSection(e.search)}
 `;
 }
