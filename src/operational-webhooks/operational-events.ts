@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { storedPayload } from '../delivery/delivery-payload.js';
 import { DeliveryQueue, type DeliveryToEnqueue } from '../delivery/delivery-queue.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
-import { DeliveryStore, type FailedDelivery } from '../delivery/store/delivery-store.js';
+import { DeliveryStore, type EndedDelivery, type FailedDelivery } from '../delivery/store/delivery-store.js';
 import { WebhookEntity } from '../webhooks/webhook.entity.js';
 import { operationalEvent, type EventWebhook, type WorkspaceEvent } from './operational-event.js';
 
@@ -60,9 +60,9 @@ export class OperationalEvents implements BeforeApplicationShutdown {
     if (webhookIds.length > 0) this.emitAfter(() => this.webhooksDisabled(webhookIds), 'webhook.disabled');
   }
 
-  /** delivery.failed, right after attempts were recorded, for those of `deliveryIds` that ended failed. */
-  afterDeliveriesEnded(deliveryIds: string[]): void {
-    if (deliveryIds.length > 0) this.emitAfter(() => this.deliveriesFailed(deliveryIds), 'delivery.failed');
+  /** delivery.failed, right after attempts were recorded, for those of `deliveries` that ended failed. */
+  afterDeliveriesEnded(deliveries: EndedDelivery[]): void {
+    if (deliveries.length > 0) this.emitAfter(() => this.deliveriesFailed(deliveries), 'delivery.failed');
   }
 
   private async webhooksDisabled(webhookIds: string[]): Promise<WorkspaceEvent[]> {
@@ -92,8 +92,8 @@ export class OperationalEvents implements BeforeApplicationShutdown {
   }
 
   /** Failed: the schedule exhausted, a 410, or a refusal by the SSRF guard. */
-  private async deliveriesFailed(deliveryIds: string[]): Promise<WorkspaceEvent[]> {
-    const failed = await this.store.failedDeliveries(deliveryIds);
+  private async deliveriesFailed(deliveries: EndedDelivery[]): Promise<WorkspaceEvent[]> {
+    const failed = await this.store.failedDeliveries(deliveries);
     return failed.map((d) =>
       operationalEvent(d.workspaceId, 'delivery.failed', {
         deliveryId: d.id,

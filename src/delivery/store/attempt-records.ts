@@ -89,7 +89,7 @@ export class AttemptRecords {
       }
     }
     this.events.afterWebhooksDisabled(disabled);
-    this.events.afterDeliveriesEnded([...status].filter(([, s]) => s === 'failed').map(([id]) => id));
+    this.events.afterDeliveriesEnded(records.filter((r) => status.get(r.deliveryId) === 'failed'));
     return records.map((r) => status.get(r.deliveryId) ?? null);
   }
 

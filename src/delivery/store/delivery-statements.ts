@@ -113,7 +113,8 @@ export const OPERATIONAL_EVENTS_INSERT = `
 
 /**
  * Deliveries of webhooks (not of operational ones, so their events cannot loop) that ended failed, with
- * what delivery.failed tells: the webhook, the last attempt and what was sent. Parameters: ids.
+ * what delivery.failed tells: the webhook, the last attempt and what was sent. Parameters: ids, and the least
+ * and greatest of their created_at, which keep the lookup to their partitions.
  */
 export const FAILED_DELIVERIES = `
   SELECT d.id, d.workspace_id AS "workspaceId", w.id AS "webhookId", w.name AS "webhookName", w.url AS "webhookUrl",
@@ -128,7 +129,7 @@ export const FAILED_DELIVERIES = `
     SELECT * FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.delivery_created_at = d.created_at ORDER BY a.attempt_number DESC, a.started_at DESC
     LIMIT 1
   ) a ON true
-  WHERE d.id = ANY($1::varchar[]) AND d.status = 'failed' AND d.event IS NULL`;
+  WHERE d.id = ANY($1::varchar[]) AND d.created_at BETWEEN $2 AND $3 AND d.status = 'failed' AND d.event IS NULL`;
 
 // --- claim and record (the worker, per batch of attempts) ---
 

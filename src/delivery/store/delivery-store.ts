@@ -60,6 +60,12 @@ export interface OverdueDelivery {
 }
 
 /** A delivery that ended failed, with its webhook, its submission (null for a test), its last attempt (if any). */
+/** A delivery whose attempt was just recorded: its id and created_at (its partition). */
+export interface EndedDelivery {
+  deliveryId: string;
+  deliveryCreatedAt: Date;
+}
+
 export interface FailedDelivery {
   id: string;
   workspaceId: string;
@@ -154,9 +160,14 @@ export class DeliveryStore {
   }
 
   /** Of these deliveries, the webhooks' ones that ended failed (operational webhooks' aside), for delivery.failed. */
-  async failedDeliveries(ids: string[]): Promise<FailedDelivery[]> {
-    if (ids.length === 0) return [];
-    return (await this.dataSource.query(FAILED_DELIVERIES, [ids])) as FailedDelivery[];
+  async failedDeliveries(deliveries: EndedDelivery[]): Promise<FailedDelivery[]> {
+    if (deliveries.length === 0) return [];
+    const times = deliveries.map((d) => d.deliveryCreatedAt.getTime());
+    return (await this.dataSource.query(FAILED_DELIVERIES, [
+      deliveries.map((d) => d.deliveryId),
+      new Date(Math.min(...times)),
+      new Date(Math.max(...times)),
+    ])) as FailedDelivery[];
   }
 
   /**
