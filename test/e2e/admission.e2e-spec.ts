@@ -226,6 +226,28 @@ describe('admission: the adaptive limit and the breaker, its two ends', () => {
     expect(await leave('h6', 'y3', 'hook', 'ok')).toEqual(['job-y4']);
   });
 
+  it('takes a timeout while the host answered others promptly as that request’s own: no cut, no breaker count', async () => {
+    const after = () => Date.now() + 60_000; // admitted after every answer so far
+    for (const id of ['e1', 'e2', 'e3', 'e4', 'e5']) expect(await enter('h8', id)).toBe(0);
+    // Nothing answered while e4 hung: the host may be stalled, so it cuts (and counts one to the breaker).
+    await leave('h8', 'e4', 'hook', 'timeout', after());
+    expect(await states.get('h8')).toMatchObject({ limit: 4, lastChange: { reason: 'timeout' } });
+    const sinceTheCut = Date.now(); // e2's admission, as it will say: after the cut, before the answers
+    await leave('h8', 'e1', 'hook', 'ok');
+    // A window's age later, an answer closes the window (the limit grows): the next one holds no answer.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await enter('h8', 'e6')).toBe(0);
+    await leave('h8', 'e6', 'hook', 'ok');
+    // e2 hung while e1 and e6 were answered: no cut, and it does not count towards the breaker.
+    await leave('h8', 'e2', 'hook', 'timeout', sinceTheCut);
+    expect(await states.get('h8')).toMatchObject({ limit: 5, lastChange: { reason: 'growth' } });
+    // Two timeouts with nothing answered during them open it (threshold 2): e2 was not one of them.
+    await leave('h8', 'e3', 'hook', 'timeout', after());
+    expect(await states.get('h8')).toMatchObject({ limit: 2, lastChange: { reason: 'timeout' } });
+    await leave('h8', 'e5', 'hook', 'timeout', after());
+    expect(await states.get('h8')).toMatchObject({ limit: 1, inFlight: 0, lastChange: { reason: 'paused' } });
+  });
+
   it('takes the breaker signals of attempts that end together in order', async () => {
     // Timeouts with an answer between each (at most two script runs): each answer resets the count.
     const signals: HostSignal[] = ['timeout', 'answered', 'timeout', 'ok', 'timeout'];

@@ -234,8 +234,9 @@ export const ENTER = `${HOST}
  * the attempt showed to the host's window, feeds the breaker (its other end sets the limit to the
  * minimum), and gives the room to the line. Signals: 'ok' (2xx) adds a latency sample; '429', '503',
  * 'refused', 'reset', 'timeout' close the window at once unless the attempt was admitted before the last
- * cut (it says nothing of the cut limit); a window also closes once it is a recent minimum latency old
- * (at least the min window). 'timeout' counts towards opening the breaker, an answer closes it. Answers
+ * cut (it says nothing of the cut limit) or, for a timeout, the host answered promptly since the attempt
+ * was admitted; a window also closes once it is a recent minimum latency old (at least the min window).
+ * 'timeout' (not so excused) counts towards opening the breaker, an answer closes it. Answers
  * per attempt the closed window, if any, for decideLimit: epoch, limit, peak, samples, latency sum,
  * latency min, drop, recent minimum, ceiling, the recent minimum's load.
  */
@@ -264,9 +265,9 @@ export const LEAVE = `${HOST}
       return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '',
         w[8] or '' }
     end
-    local function sample(signal, latency, admittedAt)
+    local function sample(signal, latency, admittedAt, excused)
       if DROPS[signal] then
-        if tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
+        if excused or tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
         return closeWindow(signal)
       end
       if signal ~= 'ok' then return {} end
@@ -275,10 +276,12 @@ export const LEAVE = `${HOST}
       redis.call('HINCRBY', state, 'wcount', 1)
       redis.call('HINCRBY', state, 'wsum', ms)
       if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
-      -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
-      -- fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
       local limit = tonumber(w[5] or initial)
       local fastest = math.min(tonumber(w[3] or ms), tonumber(w[2] or ms), ms)
+      -- Prompt (under decideLimit's queueing line): the host has room, whatever hangs beside this answer.
+      if ms <= fastest * 2 + 100 then redis.call('HSET', state, 'prompt_at', now) end
+      -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
+      -- fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
       if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
         redis.call('HSET', state, 'limit', limit + 1, 'reason', 'growth', 'changed_at', now)
       end
@@ -291,8 +294,12 @@ export const LEAVE = `${HOST}
     end
     local function release(holder, webhookId, signal, latency, admittedAt)
       local window = {}
+      -- A timeout while the host answered others promptly is that request's own (a receiver that hangs on
+      -- some requests), not the host's load: it neither cuts the limit nor counts towards the breaker.
+      local excused = signal == 'timeout'
+        and tonumber(redis.call('HGET', state, 'prompt_at') or '0') >= tonumber(admittedAt)
       if host.free(webhookId .. '|' .. holder) then
-        window = sample(signal, latency, admittedAt)
+        window = sample(signal, latency, admittedAt, excused)
       elseif string.sub(holder, 1, 4) == 'job:' then
         -- A woken job that is gone, woken with no slot kept (one workspace in line): its wake goes to the next.
         host.freed = host.freed + 1
@@ -305,7 +312,7 @@ export const LEAVE = `${HOST}
         return window
       end
       -- A breaker switched off (threshold 0) is never opened; the limit still takes the timeout.
-      if signal ~= 'timeout' or threshold == 0 then return window end
+      if signal ~= 'timeout' or excused or threshold == 0 then return window end
       closed = false
       local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
       -- Already open: attempts that began before it opened change nothing.

@@ -7,8 +7,9 @@
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
- *   timeout amid 2xx answers at the host's usual latency in the same window is that request's own
- *   (a receiver that hangs on some requests), not the host's load: the limit holds.
+ *   timeout while the host answered others at its usual latency (since the attempt was admitted, which
+ *   the Lua checks, or in the same window) is that request's own (a receiver that hangs on some
+ *   requests), not the host's load: the limit holds, and the breaker does not count it.
  * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
  *   latency, Envoy's minRTT). Well above it (twice it, plus a slack for our own event loop, which a
  *   saturated worker adds to every answer's latency), the host is queueing: the limit is cut in proportion, by at most half
