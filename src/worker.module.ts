@@ -7,6 +7,7 @@ import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
 import { IdempotencyKeysModule } from './idempotency/idempotency-keys.module.js';
 import { MetricsServer } from './metrics/metrics-server.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { PortalLinksModule } from './portal/portal-links.module.js';
 import { SchedulingModule } from './scheduling/scheduling.module.js';
 
 /**
@@ -25,6 +26,7 @@ export class WorkerModule {
         DeliveryWorkerModule,
         IdempotencyKeysModule,
         AuditEventsModule, // its retention run
+        PortalLinksModule, // its retention run
         SchedulingModule,
       ],
       providers: [MetricsServer],

@@ -4,6 +4,7 @@ import { createId } from '@paralleldrive/cuid2';
 import { Repository } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { deleteOlderThan } from '../core/database/delete-in-batches.js';
 import { newestFirstPage, type LogPosition } from '../core/http/log-cursor.js';
 import { ScheduledJob } from '../scheduling/scheduled-job.js';
 import { AuditEventEntity, type AuditAction } from './audit-event.entity.js';
@@ -18,8 +19,6 @@ export interface AuditFilters {
   limit: number;
 }
 
-// Retention deletes at most this many rows per statement, so it never holds many locks at once.
-const RETENTION_BATCH = 1000;
 // Events age by days: an hourly pass keeps the table within an hour of AUDIT_RETENTION.
 const RETENTION_EVERY_MS = 3_600_000;
 
@@ -72,17 +71,7 @@ export class AuditEvents {
   /** Deletes events older than AUDIT_RETENTION in small batches; returns how many. */
   @ScheduledJob({ name: 'delete-audit-events-past-retention', every: () => RETENTION_EVERY_MS })
   async purgeOnce(signal?: AbortSignal): Promise<number> {
-    const cutoff = new Date(Date.now() - this.config.auditRetentionMs);
-    let deleted = 0;
-    while (!signal?.aborted) {
-      const [, count] = (await this.events.query(
-        `DELETE FROM audit_events WHERE id IN (
-           SELECT id FROM audit_events WHERE occurred_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-        [cutoff, RETENTION_BATCH],
-      )) as [unknown, number];
-      deleted += count;
-      if (count < RETENTION_BATCH) break;
-    }
-    return deleted;
+    const before = new Date(Date.now() - this.config.auditRetentionMs);
+    return deleteOlderThan(this.events, { table: 'audit_events', column: 'occurred_at', before }, signal);
   }
 }

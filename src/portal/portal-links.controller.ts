@@ -76,7 +76,8 @@ export class PortalLinksController {
     operationId: 'listPortalLinks',
     summary: "List the workspace's portal links, newest first, without their tokens",
     description:
-      'Used, expired and revoked links included. Ordered by `createdAt`, then `id`, both descending; pass ' +
+      'Used, expired and revoked links included; a link is deleted once expired for longer than ' +
+      '`AUDIT_RETENTION` (365 days). Ordered by `createdAt`, then `id`, both descending; pass ' +
       '`nextCursor` as `cursor` for the next page. Unknown query parameters are ignored.',
   })
   @ApiCursorPage(PortalLinkResponse, 'A page of links; `nextCursor` is null on the last page')

@@ -3,9 +3,11 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, MoreThan, Repository } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
+import { deleteOlderThan } from '../core/database/delete-in-batches.js';
 import { ApiError } from '../core/http/api-error.js';
 import { newestFirstPage, type LogPosition } from '../core/http/log-cursor.js';
 import { newId } from '../core/ids.js';
+import { ScheduledJob } from '../scheduling/scheduled-job.js';
 import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 import { PortalLinkEntity } from './portal-link.entity.js';
 import { hashToken, newLinkToken, newSessionToken } from './portal-token.js';
@@ -17,7 +19,13 @@ export interface PortalSession {
   readOnly: boolean;
 }
 
-/** The one owner of `portal_links`: issues, lists and revokes links, exchanges one for a session, checks a session. */
+// Links age by days: an hourly pass keeps the table within an hour of its retention.
+const RETENTION_EVERY_MS = 3_600_000;
+
+/**
+ * The one owner of `portal_links`: issues, lists and revokes links, exchanges one for a session, checks a
+ * session, and lets expired links go once AUDIT_RETENTION has passed (the audit events naming them as actor).
+ */
 @Injectable()
 export class PortalLinks {
   constructor(
@@ -95,5 +103,12 @@ export class PortalLinks {
     });
     const workspace = link && (await this.links.manager.findOneBy(WorkspaceEntity, { id: link.workspaceId }));
     return link && workspace ? { workspace, linkId: link.id, readOnly: link.readOnly } : null;
+  }
+
+  /** Deletes links expired for longer than AUDIT_RETENTION, in small batches; returns how many. */
+  @ScheduledJob({ name: 'delete-portal-links-past-retention', every: () => RETENTION_EVERY_MS })
+  async purgeOnce(signal?: AbortSignal): Promise<number> {
+    const before = new Date(Date.now() - this.config.auditRetentionMs);
+    return deleteOlderThan(this.links, { table: 'portal_links', column: 'expires_at', before }, signal);
   }
 }

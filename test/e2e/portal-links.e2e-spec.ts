@@ -21,6 +21,7 @@ import {
   tokenOf,
   type CreatedPortalLink,
 } from '../support/portal.js';
+import { PortalLinks } from '../../src/portal/portal-links.js';
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 // Portal links (DESIGN 10): a single-use URL to the console signed in for the workspace, whose session is
@@ -307,6 +308,27 @@ describe('portal links', () => {
     it('is refused when unknown or malformed, with 401', async () => {
       expectNotAuthenticated(await sessionClient(t, `acps_${'B'.repeat(43)}`).get('/webhooks'));
       expectNotAuthenticated(await sessionClient(t, 'nope').get('/webhooks'));
+    });
+  });
+
+  describe('retention', () => {
+    it('lets go of links expired for longer than AUDIT_RETENTION (365d), and keeps the rest', async () => {
+      const { api } = await workspace();
+      const [old, expired, live] = [
+        await createPortalLink(api),
+        await createPortalLink(api),
+        await createPortalLink(api),
+      ];
+      await t.dataSource.query(`UPDATE portal_links SET expires_at = now() - interval '366 days' WHERE id = $1`, [
+        old.id,
+      ]);
+      await t.dataSource.query(`UPDATE portal_links SET expires_at = now() - interval '364 days' WHERE id = $1`, [
+        expired.id,
+      ]);
+      expect(await t.app.get(PortalLinks).purgeOnce()).toBe(1);
+      const res = await api.get('/portal-links');
+      expectJson(res, 200);
+      expect((res.body.data as { id: string }[]).map((l) => l.id).sort()).toEqual([expired.id, live.id].sort());
     });
   });
 });

@@ -13,6 +13,7 @@ const SCHEDULERS = [
   { key: 'create-delivery-partitions', every: 3_600_000 },
   { key: 'delete-audit-events-past-retention', every: 3_600_000 },
   { key: 'delete-deliveries-past-retention', every: EVERY_MS },
+  { key: 'delete-portal-links-past-retention', every: 3_600_000 },
   { key: 'purge-expired-idempotency-keys', every: 60_000 },
   { key: 'run-recoveries', every: EVERY_MS },
   { key: SWEEP, every: EVERY_MS },

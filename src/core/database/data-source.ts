@@ -7,6 +7,7 @@ import { PortalLinks1765300000000 } from './migrations/1765300000000-portal-link
 import { PartitionDeliveries1766000000000 } from './migrations/1766000000000-partition-deliveries.js';
 import { OperationalWebhooks1766100000000 } from './migrations/1766100000000-operational-webhooks.js';
 import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery-search.js';
+import { PortalLinkRetention1766300000000 } from './migrations/1766300000000-portal-link-retention.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -16,6 +17,7 @@ export const MIGRATIONS = [
   PartitionDeliveries1766000000000,
   OperationalWebhooks1766100000000,
   DeliverySearch1766200000000,
+  PortalLinkRetention1766300000000,
 ];
 
 /**
