@@ -4,6 +4,7 @@ import type { Received } from './fault-receiver.js';
 import { sleep } from './ports.js';
 import type { Scenario, Webhook } from './scenario.js';
 import type { SubmissionResult } from './submission-stream.js';
+import { whereStuck } from './stuck.js';
 
 export const SUMMARY_FILE = 'test-results/faults/summaries.jsonl';
 
@@ -302,6 +303,8 @@ export async function settleCheckAndReport(s: Scenario, f: Finish): Promise<EndS
     state.failures.unshift(`only ${accepted} of ${f.results.length} submissions accepted`);
   }
   if (pending > 0) {
+    // Where the first ones' jobs are, right after the count: the summary shows the first three failures.
+    state.failures.unshift(...(await whereStuck(s, 2)));
     state.failures.unshift(`${pending} deliveries still pending after ${f.settleTimeoutMs ?? 90_000} ms`);
   }
   const summary = {
