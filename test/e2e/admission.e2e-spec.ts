@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/core/config/config.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { HostAdmission, type HostSignal } from '../../src/delivery/engine/admission/host-admission.js';
 import { HostStates } from '../../src/delivery/host-state.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { TEST_REDIS_URL } from '../support/test-app.js';
 
 // The rules of admission (src/delivery/engine/admission/admission.ts), each against a real Redis.
@@ -293,4 +294,39 @@ describe('admission: a slot whose holder died', () => {
       redis.disconnect();
     }
   });
+});
+
+describe('admission: a Redis that stops answering', () => {
+  it('fails the call within 5 s, so its job is retried instead of holding its lock for good', async () => {
+    const proxy = TcpProxy.to(TEST_REDIS_URL, 6379);
+    await proxy.start();
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      REDIS_URL: proxy.url(TEST_REDIS_URL),
+      QUEUE_PREFIX: `cw_test_${randomBytes(6).toString('hex')}`,
+    });
+    const redis = new RedisClients(config);
+    const host = new HostAdmission(config, redis);
+    try {
+      const entering = {
+        destination: 'lost',
+        holder: 'a:t',
+        jobId: 'job-a',
+        webhookId: 'hook',
+        workspaceId: 'ws',
+        cap: 20,
+      };
+      expect((await host.enter(entering))[0]).toBe(0);
+      // As a failover can: the command is written, and no answer ever comes.
+      proxy.hold();
+      const startedAt = Date.now();
+      await expect(host.enter({ ...entering, holder: 'b:t', jobId: 'job-b' })).rejects.toThrow(
+        'admission: Redis did not answer within 5000 ms',
+      );
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4_900);
+    } finally {
+      await proxy.stop();
+      await redis.onApplicationShutdown();
+    }
+  }, 15_000);
 });

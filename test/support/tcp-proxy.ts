@@ -36,6 +36,14 @@ export class TcpProxy {
     this.port = (this.server.address() as net.AddressInfo).port;
   }
 
+  /** Keeps every connection open but forwards nothing more: a command sent now is never answered. */
+  hold(): void {
+    for (const socket of this.sockets) {
+      socket.unpipe();
+      socket.pause();
+    }
+  }
+
   /** Drops every connection and refuses new ones until the next start. */
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();

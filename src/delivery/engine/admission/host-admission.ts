@@ -4,6 +4,7 @@ import { Batcher } from '../../../core/batcher.js';
 import type { AppConfig } from '../../../core/config/config.js';
 import { APP_CONFIG } from '../../../core/config/config.module.js';
 import { QueueLayout } from '../../../core/redis/queue-layout.js';
+import { withTimeout } from '../../../core/with-timeout.js';
 import { RedisClients } from '../../../core/redis/redis.module.js';
 import { hostKeysOf } from '../../host-state.js';
 import { decideLimit, type DropReason } from './host-limit.js';
@@ -67,6 +68,12 @@ const MIN_WINDOW_MS = 100;
 const MAX_BATCH = 500;
 // Calls out at once per script: a batch need not wait for the previous one's round trip.
 const CALLS_OUT = 4;
+// A script answers in a millisecond. A call still out after this was lost (a Redis Cluster failover can
+// leave a command unanswered for good): it fails, so its jobs are retried instead of holding the batch's
+// turn, and their jobs' locks, forever.
+const ANSWER_WITHIN_MS = 5_000;
+const answered = <T>(call: Promise<T>) =>
+  withTimeout(call, ANSWER_WITHIN_MS, `admission: Redis did not answer within ${ANSWER_WITHIN_MS} ms`);
 
 /**
  * A host's admission in Redis, shared by every worker: its slots, each webhook's cap, the adaptive limit
@@ -123,7 +130,7 @@ export class HostAdmission {
 
   /** Whether the job is still in the host's line (a turn may have been given while it was parking). */
   async inLine(destination: string, jobId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.hostKeys(destination).waiting, jobId)) === 1;
+    return (await answered(this.redis.hexists(this.hostKeys(destination).waiting, jobId))) === 1;
   }
 
   /** Computes and sets the limit a closed window calls for; returns the waiters its room gives a turn to. */
@@ -147,17 +154,19 @@ export class HostAdmission {
       this.logger.log({ msg: 'host limit cut', host: destination, limit: decision.limit, reason: decision.reason });
     }
     const keys = this.keys(destination);
-    const [, woken] = await this.redis.decideHost(
-      keys.length,
-      ...keys,
-      ...this.common(),
-      this.hostKeys(destination).base,
-      epoch,
-      decision.limit,
-      decision.minRttMs === null ? '' : decision.minRttMs.toFixed(2),
-      decision.reason ?? '',
-      decision.ceiling ?? '',
-      decision.minRttLoad ?? '',
+    const [, woken] = await answered(
+      this.redis.decideHost(
+        keys.length,
+        ...keys,
+        ...this.common(),
+        this.hostKeys(destination).base,
+        epoch,
+        decision.limit,
+        decision.minRttMs === null ? '' : decision.minRttMs.toFixed(2),
+        decision.reason ?? '',
+        decision.ceiling ?? '',
+        decision.minRttLoad ?? '',
+      ),
     );
     return woken.map(([, webhookId, jobId]) => ({ destination, webhookId, jobId }));
   }
@@ -167,7 +176,7 @@ export class HostAdmission {
       batch,
       ({ holder, jobId, webhookId, workspaceId, cap }) => [holder, jobId, webhookId, workspaceId, cap],
     );
-    const [answers, woken] = await this.redis.enterHosts(keys.length, ...keys, ...this.common(), ...args);
+    const [answers, woken] = await answered(this.redis.enterHosts(keys.length, ...keys, ...this.common(), ...args));
     return this.withWoken(inBatchOrder(answers), woken, destinations);
   }
 
@@ -183,16 +192,18 @@ export class HostAdmission {
         admittedAt,
       ],
     );
-    const [windows, woken] = await this.redis.leaveHosts(
-      keys.length,
-      ...keys,
-      ...this.common(),
-      threshold,
-      cooldownMs,
-      this.config.hostLimit.min,
-      MIN_WINDOW_MS,
-      this.config.hostLimit.max,
-      ...args,
+    const [windows, woken] = await answered(
+      this.redis.leaveHosts(
+        keys.length,
+        ...keys,
+        ...this.common(),
+        threshold,
+        cooldownMs,
+        this.config.hostLimit.min,
+        MIN_WINDOW_MS,
+        this.config.hostLimit.max,
+        ...args,
+      ),
     );
     return this.withWoken(inBatchOrder(windows), woken, destinations);
   }
