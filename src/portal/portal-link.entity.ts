@@ -5,6 +5,8 @@ import { WorkspaceEntity } from '../workspaces/workspace.entity.js';
 @Entity('portal_links')
 // The list reads newest first (created_at DESC, id DESC), an order entities cannot state: see the migration.
 @Index('portal_links_page_idx', { synchronize: false })
+// The hourly purge reads links by expiry (PortalLinks.purgeOnce).
+@Index('portal_links_expires_idx', ['expiresAt'])
 @Unique('portal_links_token_hash_key', ['tokenHash'])
 @Unique('portal_links_session_hash_key', ['sessionHash'])
 export class PortalLinkEntity {
