@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { closeWorker } from '../core/redis/close-worker.js';
+import { withTimeout } from '../core/with-timeout.js';
 import { QueueLayout } from '../core/redis/queue-layout.js';
 import { RedisClients } from '../core/redis/redis.module.js';
 import { inSpan } from '../core/tracing/tracing.js';
@@ -21,6 +22,11 @@ interface Scheduled {
 const CLOSE_BOUND_MS = 2_000;
 // Between two tries to upsert the schedulers while Redis is away: doubling from the first to the last.
 const UPSERT_RETRY_MS = { first: 200, last: 2_000 };
+// How often the schedulers' next runs are checked, and how late one may be (at least; 3 intervals for
+// longer ones) before the worker is made again: after a Redis Cluster failover a worker's fetch can wait
+// for good, or a scheduler's next job be lost, and nothing else would ever run the sweeper again.
+const OVERDUE_CHECK_MS = 10_000;
+const OVERDUE_AFTER_MS = 30_000;
 
 /**
  * Runs the @ScheduledJob methods of the process as BullMQ job schedulers of the maintenance queue: each
@@ -36,6 +42,8 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
   private readonly stopping = new AbortController();
   private upserting?: Promise<void>;
   private worker?: Worker;
+  private overdueCheck?: NodeJS.Timeout;
+  private remaking = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -47,18 +55,47 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
 
   onApplicationBootstrap(): void {
     this.discover();
-    this.worker = new Worker(MAINTENANCE_QUEUE, (job) => this.process(job), {
+    this.worker = this.makeWorker();
+    this.upsertSchedulers();
+    this.overdueCheck = setInterval(() => void this.remakeIfOverdue(), OVERDUE_CHECK_MS).unref();
+  }
+
+  private makeWorker(): Worker {
+    const worker = new Worker(MAINTENANCE_QUEUE, (job) => this.process(job), {
       connection: this.redis.connection('maintenance'),
       prefix: QueueLayout.of(this.config).maintenancePrefix,
       concurrency: this.scheduled.size,
     });
-    this.redis.logErrors('maintenance', this.worker);
-    this.worker.on('error', () => this.upsertSchedulers());
-    this.worker.on('ioredis:close', () => this.upsertSchedulers());
-    this.worker.on('failed', (job, error) =>
+    this.redis.logErrors('maintenance', worker);
+    worker.on('error', () => this.upsertSchedulers());
+    worker.on('ioredis:close', () => this.upsertSchedulers());
+    worker.on('failed', (job, error) =>
       this.logger.warn(`${job?.name} failed (attempt ${job?.attemptsMade} of ${job?.opts.attempts}): ${error.message}`),
     );
-    this.upsertSchedulers();
+    return worker;
+  }
+
+  /** A scheduler whose next run is long overdue while Redis answers: the worker is made again, the schedulers upserted. */
+  private async remakeIfOverdue(): Promise<void> {
+    if (this.remaking || this.stopping.signal.aborted) return;
+    const schedulers = await withTimeout(this.maintenance.queue.getJobSchedulers(), OVERDUE_CHECK_MS).catch(
+      () => undefined, // Redis away: its connection's errors upsert once it is back
+    );
+    const now = Date.now();
+    const late = schedulers?.find(
+      ({ next, every }) => next !== undefined && now - next > Math.max(OVERDUE_AFTER_MS, 3 * Number(every ?? 0)),
+    );
+    if (!late || this.stopping.signal.aborted) return;
+    this.remaking = true;
+    try {
+      this.logger.warn(`${late.key} is ${now - late.next!} ms overdue: making the maintenance worker again`);
+      const stale = this.worker;
+      this.worker = this.makeWorker();
+      this.upsertSchedulers();
+      if (stale) await closeWorker(stale, CLOSE_BOUND_MS, this.logger);
+    } finally {
+      this.remaking = false;
+    }
   }
 
   /** Every @ScheduledJob method of the process's providers, by job name. */
@@ -115,6 +152,7 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
   /** Stops the runs at their next step and the upserts, then closes the worker. */
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
+    clearInterval(this.overdueCheck);
     if (this.worker) await closeWorker(this.worker, CLOSE_BOUND_MS, this.logger);
   }
 }

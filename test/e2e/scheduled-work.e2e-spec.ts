@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { Queue, type Job } from 'bullmq';
+import { Queue, type Job, type Worker } from 'bullmq';
 import { MAINTENANCE_QUEUE } from '../../src/scheduling/scheduled-job.js';
 import { ScheduledJobsWorker } from '../../src/scheduling/scheduled-jobs.worker.js';
 import { waitFor } from '../support/receiver.js';
@@ -113,6 +113,24 @@ describe('scheduled work as BullMQ job schedulers (two worker instances, one QUE
     );
     expect(retried!.returnvalue).toEqual(expect.any(Number));
   }, 60_000);
+
+  it('makes the worker again when the sweeper is 30 s overdue (a fetch that waits for good, as after a failover)', async () => {
+    // Both instances' maintenance workers stop fetching, as a blocking fetch on a lost connection would.
+    const workerOf = (app: INestApplication) => (app.get(ScheduledJobsWorker) as unknown as { worker: Worker }).worker;
+    await Promise.all([workerOf(t.app), workerOf(replica)].map((worker) => worker.pause(true)));
+    const stoppedAt = Date.now();
+    const resumed = await waitFor(
+      async () => {
+        const jobs = await queue.getJobs(['completed']);
+        return jobs.find((job) => job.name === SWEEP && job.processedOn! > stoppedAt + 2 * EVERY_MS);
+      },
+      50_000,
+      'a sweep by a worker made again',
+    );
+    // Not before the sweeper was 30 s overdue; then within a check (10 s) or two.
+    expect(resumed!.processedOn! - stoppedAt).toBeGreaterThanOrEqual(30_000);
+    expect(workerOf(t.app).isPaused() && workerOf(replica).isPaused()).toBe(false);
+  }, 70_000);
 });
 
 describe('which processes run scheduled work', () => {

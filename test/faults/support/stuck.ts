@@ -58,9 +58,10 @@ export async function whereStuck(s: Scenario, max = 5): Promise<string[]> {
         `stuck ${d.id} (${destination}, ${d.attempt_count} attempts, due ${due}): job ${jobText}; host: ${inLine ? 'in line' : 'not in line'}, ${slots} slots held, limit ${limit ?? 'initial'}, breaker ${JSON.stringify(breaker)}`,
       );
     }
-    const schedulers = await queueOf(layout.maintenancePrefix).getJobSchedulers();
-    const sweep = schedulers.find((j) => j.key === 'sweep-overdue-deliveries');
-    lines.push(`sweeper: ${sweep ? `next run in ${(sweep.next ?? 0) - now} ms` : 'no scheduler'}`);
+    const maintenance = queueOf(layout.maintenancePrefix);
+    const sweep = (await maintenance.getJobSchedulers()).find((j) => j.key === 'sweep-overdue-deliveries');
+    const nextJob = sweep ? await maintenance.getJobState(`repeat:${sweep.key}:${sweep.next}`) : 'none';
+    lines.push(`sweeper: ${sweep ? `next run in ${(sweep.next ?? 0) - now} ms, its job ${nextJob}` : 'no scheduler'}`);
   } catch (error) {
     lines.push(`stuck: could not read Redis (${(error as Error).message})`);
   } finally {
