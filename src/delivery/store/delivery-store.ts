@@ -59,13 +59,13 @@ export interface OverdueDelivery {
   webhookId: string;
 }
 
-/** A delivery that ended failed, with its webhook, its submission (null for a test), its last attempt (if any). */
 /** A delivery whose attempt was just recorded: its id and created_at (its partition). */
 export interface EndedDelivery {
   deliveryId: string;
   deliveryCreatedAt: Date;
 }
 
+/** A delivery that ended failed, with its webhook, its submission (null for a test), its last attempt (if any). */
 export interface FailedDelivery {
   id: string;
   workspaceId: string;
