@@ -13,6 +13,9 @@ const DAY_MS = 86_400_000;
 // opens once a row of it is to be changed.
 const PARTITION_SCAN = /Scan [^\n]*? on ((deliveries|delivery_attempts)_p\d{8}_\d{4})\b/g;
 
+// A read of webhooks (by any index) and the rows it returned.
+const WEBHOOKS_SCAN = /Scan [^\n]*? on webhooks \w+ [^\n]*?actual rows=(\d+)/g;
+
 /** The partitions a plan scans, without repeats. */
 const partitionsIn = (plan: string) => [...new Set([...plan.matchAll(PARTITION_SCAN)].map((m) => m[1]))].sort();
 
@@ -78,6 +81,7 @@ describe('partitioned delivery tables (DESIGN 9): every hot statement touches on
   }
 
   it('the claim keeps only the batch’s partition when each statement starts (generic plan, Subplans Removed)', async () => {
+    for (let i = 0; i < 4; i++) await setupWebhook(t, receiver.url); // webhooks the claim must not read
     const d = await pendingDelivery();
     const plans = await plansOf(async (client) => {
       // Several calls: a function's statements keep their generic plan from the first (force_generic_plan).
@@ -97,7 +101,11 @@ describe('partitioned delivery tables (DESIGN 9): every hot statement touches on
     for (const plan of inFunction) {
       expect(plan).toContain(`Subplans Removed: ${partitions - 1}`);
       expect(partitionsIn(plan)).toEqual([d.partition]);
+      // Its webhook is read by key: one row, never a scan of every webhook joined by a filter.
+      for (const [, rows] of plan.matchAll(WEBHOOKS_SCAN)) expect(Number(rows)).toBeLessThanOrEqual(1);
+      expect(plan).not.toMatch(/Join Filter: [^\n]*webhook_id/);
     }
+    expect(inFunction.filter((plan) => plan.match(WEBHOOKS_SCAN)).length).toBeGreaterThanOrEqual(6); // lease, context
   });
 
   it('the record keeps only the batch’s partitions when it starts (generic plan, Subplans Removed)', async () => {

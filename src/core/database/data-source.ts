@@ -8,6 +8,7 @@ import { PartitionDeliveries1766000000000 } from './migrations/1766000000000-par
 import { OperationalWebhooks1766100000000 } from './migrations/1766100000000-operational-webhooks.js';
 import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery-search.js';
 import { PortalLinkRetention1766300000000 } from './migrations/1766300000000-portal-link-retention.js';
+import { ClaimWebhooksByKey1766400000000 } from './migrations/1766400000000-claim-webhooks-by-key.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -18,6 +19,7 @@ export const MIGRATIONS = [
   OperationalWebhooks1766100000000,
   DeliverySearch1766200000000,
   PortalLinkRetention1766300000000,
+  ClaimWebhooksByKey1766400000000,
 ];
 
 /**

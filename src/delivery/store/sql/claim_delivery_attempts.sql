@@ -14,6 +14,8 @@ AS $function$
 -- clauses plan it once per connection, by keys only, whatever the tables' sizes. p_created_at holds each
 -- delivery's created_at: every statement reads the batch's range of it, so its generic plan keeps only
 -- the partitions of that range when it starts (Subplans Removed), as plpgsql's variables are parameters.
+-- Webhooks are read by key from each delivery (a subquery, or w.id = ANY(...) beside the join): a generic
+-- plan costs a partitioned table's rows at one per partition, and could otherwise scan every webhook.
 DECLARE
   v_from timestamptz;
   v_to timestamptz;
@@ -37,11 +39,11 @@ BEGIN
   WITH leased AS (
     -- A webhook's own timeout may outlast DELIVERY_TIMEOUT_MS: its lease covers that attempt too.
     UPDATE deliveries d
-    SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms, 2 * w.timeout_ms + 10000) / 1000.0)
-    FROM webhooks w
+    SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms,
+          2 * (SELECT w.timeout_ms FROM webhooks w WHERE w.id = d.webhook_id) + 10000) / 1000.0)
     WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to
-      AND w.id = d.webhook_id AND w.removed_at IS NULL AND w.disabled_at IS NULL
       AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
+      AND (SELECT w.removed_at IS NULL AND w.disabled_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
     RETURNING d.id, d.webhook_id
   )
   SELECT array_agg(l.id), array_agg(DISTINCT l.webhook_id) INTO v_claimed, v_held FROM leased l;
@@ -61,7 +63,9 @@ BEGIN
            jsonb_build_object('headers', w.headers, 'timeoutMs', w.timeout_ms, 'maxInFlight', w.max_in_flight,
                               'retrySchedule', w.retry_schedule),
            d.event -- an operational event's delivery: sent as it is
-    FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+    FROM deliveries d
+    -- OFFSET 0 keeps this a subquery, run per delivery: the webhook is read by key whatever the estimates.
+    CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = d.webhook_id OFFSET 0) w
     LEFT JOIN submissions s ON s.id = d.submission_id
     WHERE d.id = ANY(v_claimed) AND d.created_at BETWEEN v_from AND v_to;
   IF cardinality(v_claimed) = cardinality(p_ids) THEN
@@ -74,7 +78,7 @@ BEGIN
                               completed_at = clock_timestamp(), updated_at = clock_timestamp()
       FROM webhooks w
       WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
-        AND w.id = d.webhook_id
+        AND w.id = ANY(v_webhooks) AND w.id = d.webhook_id
         AND (w.removed_at IS NOT NULL OR w.disabled_at IS NOT NULL) AND d.status = 'pending'
       RETURNING d.id, d.status::text AS status, d.webhook_id
     )
