@@ -42,6 +42,7 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
   private readonly stopping = new AbortController();
   private upserting?: Promise<void>;
   private worker?: Worker;
+  private connection?: ReturnType<RedisClients['connection']>;
   private overdueCheck?: NodeJS.Timeout;
   private remaking = false;
 
@@ -61,8 +62,9 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
   }
 
   private makeWorker(): Worker {
+    this.connection = this.redis.connection('maintenance');
     const worker = new Worker(MAINTENANCE_QUEUE, (job) => this.process(job), {
-      connection: this.redis.connection('maintenance'),
+      connection: this.connection,
       prefix: QueueLayout.of(this.config).maintenancePrefix,
       concurrency: this.scheduled.size,
     });
@@ -89,10 +91,11 @@ export class ScheduledJobsWorker implements OnApplicationBootstrap, OnModuleDest
     this.remaking = true;
     try {
       this.logger.warn(`${late.key} is ${now - late.next!} ms overdue: making the maintenance worker again`);
-      const stale = this.worker;
+      const [stale, staleConnection] = [this.worker, this.connection];
       this.worker = this.makeWorker();
       this.upsertSchedulers();
       if (stale) await closeWorker(stale, CLOSE_BOUND_MS, this.logger);
+      if (staleConnection) this.redis.release(staleConnection); // a cluster client, which BullMQ leaves open
     } finally {
       this.remaking = false;
     }

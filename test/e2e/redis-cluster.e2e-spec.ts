@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { MaintenanceQueue } from '../../src/scheduling/maintenance-queue.module.js';
 import { QueueLayout } from '../../src/core/redis/queue-layout.js';
+import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { client, registerWebhook } from '../support/management-api.js';
 import { waitFor, type Receiver } from '../support/receiver.js';
@@ -101,6 +102,15 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
     for (const receiver of receivers) {
       expect(metrics).toContain(`webhook_host_concurrency_limit{host="${new URL(receiver.url).host}"}`);
     }
+  });
+
+  it('closes a cluster client handed to a worker once it is given back (a maintenance worker made again)', async () => {
+    const redis = env.t.app.get(RedisClients);
+    const given = redis.connection('maintenance') as Cluster;
+    await waitFor(() => given.status === 'ready', 5_000);
+    const ended = new Promise((resolve) => given.once('end', resolve));
+    redis.release(given);
+    await ended; // a client left open would never end: the test times out
   });
 
   it('keeps the scheduled work’s job schedulers in its own slot on the cluster', async () => {

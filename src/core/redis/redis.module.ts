@@ -81,6 +81,14 @@ export class RedisClients implements OnApplicationShutdown {
     return cluster;
   }
 
+  /** Closes a cluster client `connection()` handed out, once its worker is closed; options need nothing. */
+  release(connection: ConnectionOptions | Cluster): void {
+    const at = this.given.indexOf(connection as Cluster);
+    if (at < 0) return;
+    this.given.splice(at, 1);
+    (connection as Cluster).disconnect();
+  }
+
   /** The process's one client of that name, made on first use. */
   get(name: RedisConnectionName): RedisClient {
     let client = this.clients.get(name);
