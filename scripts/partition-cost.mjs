@@ -180,7 +180,7 @@ function report() {
     const us = side.runs.map((r) => r.usPerDelivery);
     const m = median(us);
     console.log(
-      `| ${side.key} | ${side.key === 'unpartitioned' ? 0 : side.partitions} | ${us.map((x) => x.toFixed(0)).join(', ')} | ${m.toFixed(0)} | ` +
+      `| ${side.key} | ${side.partitions} | ${us.map((x) => x.toFixed(0)).join(', ')} | ${m.toFixed(0)} | ` +
         `${side === SIDES[0] ? '' : `${m >= plain ? '+' : ''}${(((m - plain) / plain) * 100).toFixed(1)}%`} | ` +
         `${median(side.runs.map((r) => r.perSecond)).toFixed(0)} | ${side.locks.firstCall}, ${side.locks.cached} |`,
     );
