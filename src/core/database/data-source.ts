@@ -9,6 +9,7 @@ import { OperationalWebhooks1766100000000 } from './migrations/1766100000000-ope
 import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery-search.js';
 import { PortalLinkRetention1766300000000 } from './migrations/1766300000000-portal-link-retention.js';
 import { ClaimWebhooksByKey1766400000000 } from './migrations/1766400000000-claim-webhooks-by-key.js';
+import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-store-fewer-statements.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -20,6 +21,7 @@ export const MIGRATIONS = [
   DeliverySearch1766200000000,
   PortalLinkRetention1766300000000,
   ClaimWebhooksByKey1766400000000,
+  StoreFewerStatements1766500000000,
 ];
 
 /**

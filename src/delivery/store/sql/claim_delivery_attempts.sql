@@ -31,9 +31,9 @@ BEGIN
   IF v_webhooks IS NULL THEN
     RETURN; -- none of the ids is a delivery: the caller treats each as ended
   END IF;
-  FOR i IN 1 .. cardinality(v_webhooks) LOOP
-    PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(v_webhooks[i]));
-  END LOOP;
+  -- In one statement, not one per webhook; a volatile call is evaluated after the sort: in order, one at a time.
+  PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(l.w))
+  FROM unnest(v_webhooks) WITH ORDINALITY AS l(w, n) ORDER BY l.n;
   -- Each statement of a VOLATILE function takes a new snapshot: a removal or a disabling that
   -- committed while this claim waited for a lock is seen here.
   WITH leased AS (
@@ -94,9 +94,6 @@ BEGIN
     FROM deliveries d
     WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
       AND d.id NOT IN (SELECT st.id FROM stopped st);
-  FOR i IN 1 .. cardinality(v_webhooks) LOOP
-    IF NOT v_webhooks[i] = ANY(v_held) THEN
-      PERFORM pg_advisory_unlock_shared({{DatabaseLock.WebhookFence}}, hashtext(v_webhooks[i]));
-    END IF;
-  END LOOP;
+  PERFORM pg_advisory_unlock_shared({{DatabaseLock.WebhookFence}}, hashtext(w))
+  FROM unnest(v_webhooks) w WHERE NOT w = ANY(v_held);
 END $function$

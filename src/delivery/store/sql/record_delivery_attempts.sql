@@ -24,19 +24,21 @@ RETURN QUERY
                          $12::timestamptz[], $15::timestamptz[]) WITH ORDINALITY
       AS i(delivery_id, attempt_number, trigger, started_at, duration_ms, status_code, response_body, error,
            succeeded, status, next_attempt_at, finished_at, delivery_created_at, ord)
+  ), found AS (
+    -- The attempts whose delivery exists, with its webhook: read once for the webhooks to lock and for the
+    -- attempts to log (none for a delivery that is gone).
+    SELECT i.*, d.webhook_id FROM input i JOIN deliveries d ON d.id = i.delivery_id
+    WHERE d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to
   ), locked AS (
     SELECT w.id, w.consecutive_failures, w.failing_since, w.disabled_at, w.removed_at, w.kind FROM webhooks w
-    WHERE w.id IN (SELECT d.webhook_id FROM deliveries d JOIN input i ON i.delivery_id = d.id
-                   WHERE d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to)
+    WHERE w.id IN (SELECT f.webhook_id FROM found f)
     ORDER BY w.id FOR NO KEY UPDATE
   ), attempt AS (
     INSERT INTO delivery_attempts (delivery_id, delivery_created_at, attempt_number, trigger, started_at,
                                    duration_ms, status_code, response_body, error, succeeded)
-    SELECT i.delivery_id, i.delivery_created_at, i.attempt_number, i.trigger, i.started_at, i.duration_ms,
-           i.status_code, i.response_body, i.error, i.succeeded
-    FROM input i
-    WHERE EXISTS (SELECT FROM deliveries d WHERE d.id = i.delivery_id AND d.created_at = i.delivery_created_at
-                    AND d.created_at BETWEEN v_from AND v_to)
+    SELECT f.delivery_id, f.delivery_created_at, f.attempt_number, f.trigger, f.started_at, f.duration_ms,
+           f.status_code, f.response_body, f.error, f.succeeded
+    FROM found f
     ON CONFLICT DO NOTHING
   ), updated AS (
     UPDATE deliveries d SET
