@@ -28,6 +28,7 @@ import {
 } from './lib/processes.mjs';
 import { OtlpSink } from './lib/otlp-sink.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
+import { unpartition } from './lib/unpartition.mjs';
 import { evaluateTargets, loadBaseline, renderMarkdown } from './lib/report.mjs';
 import { codeInfo, commandLine, machineInfo } from './lib/run-info.mjs';
 import {
@@ -53,6 +54,11 @@ const settings = {
   logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
   rateLimitPerMinute: envInt('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
   profile: process.env.BENCH_PROFILE === '1',
+  /**
+   * `deliveries` and `delivery_attempts` rebuilt unpartitioned once the api has migrated them, to measure
+   * what partitioning costs the whole hot path (alternate with a run without it); never for the headline.
+   */
+  unpartitioned: process.env.BENCH_UNPARTITIONED === '1',
   /** Wait up to this many seconds for the machine to be quiet (< 25% CPU busy over 5 s) before starting. */
   waitQuietSec: envInt('BENCH_WAIT_QUIET', 0),
   /** Rounds of the tracing phase, each one run with tracing off and one with it on. */
@@ -719,6 +725,13 @@ async function main() {
   await startApi();
   await db.connect();
   cleanups.push(() => db.end());
+  if (settings.unpartitioned) {
+    await unpartition(db);
+    const [{ n }] = (
+      await db.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`)
+    ).rows;
+    log(`deliveries and delivery_attempts rebuilt unpartitioned (${n} partitions)`);
+  }
   const [{ server_version: postgres }] = (await db.query('SHOW server_version')).rows;
   const redis = new Redis(REDIS_URL);
   const redisInfo = await redis.info('server');
@@ -850,10 +863,10 @@ async function main() {
 function writeResults(results) {
   mkdirSync('bench/results', { recursive: true });
   const json = `${JSON.stringify(results, null, 2)}\n`;
-  if (only || settings.profile) {
+  if (only || settings.profile || settings.unpartitioned) {
     const path = `bench/results/partial-${id}.json`;
     writeFileSync(path, json);
-    log(`partial or profiled run: wrote ${path} (latest.json and BENCHMARKS.md untouched)`);
+    log(`partial, profiled or unpartitioned run: wrote ${path} (latest.json and BENCHMARKS.md untouched)`);
     if (settings.profile) log(`profiles in ${profileDir}/; summarise with node bench/profile-summary.mjs <file>`);
   } else {
     writeFileSync('bench/results/latest.json', json);

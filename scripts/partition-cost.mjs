@@ -13,6 +13,7 @@ import pg from 'pg';
 import { loadConfig } from '../dist/core/config/config.js';
 import { runMigrations } from '../dist/core/database/migrate.js';
 import { createDeliveryPartitions } from '../dist/delivery/store/delivery-partitions.js';
+import { unpartition } from '../bench/lib/unpartition.mjs';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DELIVERIES = Number(process.env.DELIVERIES ?? 8000);
@@ -40,25 +41,6 @@ async function withClient(db, work) {
   } finally {
     await client.end();
   }
-}
-
-/** The same tables, indexes and constraints, unpartitioned (the functions find them by name). */
-async function unpartition(db) {
-  await withClient(db, async (c) => {
-    await c.query('BEGIN');
-    await c.query(`CREATE TABLE deliveries_plain (LIKE deliveries INCLUDING ALL) WITH (fillfactor = 70)`);
-    await c.query(`CREATE TABLE delivery_attempts_plain (LIKE delivery_attempts INCLUDING ALL)`);
-    const foreignKeys = (
-      await c.query(
-        `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'deliveries'::regclass AND contype = 'f'`,
-      )
-    ).rows;
-    await c.query(`DROP TABLE delivery_attempts, deliveries`);
-    await c.query(`ALTER TABLE deliveries_plain RENAME TO deliveries`);
-    await c.query(`ALTER TABLE delivery_attempts_plain RENAME TO delivery_attempts`);
-    for (const { def } of foreignKeys) await c.query(`ALTER TABLE deliveries ADD ${def}`);
-    await c.query('COMMIT');
-  });
 }
 
 /** One workspace and its webhooks; per round DELIVERIES pending deliveries, each with its submission. */
@@ -166,6 +148,17 @@ async function countLocks(c) {
   return { firstCall: await locksOf(`d${total + 1}`), cached: await locksOf(`d${total + 2}`) };
 }
 
+/**
+ * Each round's ratio to the unpartitioned run of the same round, as percentages: the median and quartiles.
+ * Paired, so the VM's drift between rounds (often wider than the difference) cancels out.
+ */
+function paired(side) {
+  const ratios = side.runs.map((r, i) => r.usPerDelivery / SIDES[0].runs[i].usPerDelivery - 1).sort((a, b) => a - b);
+  const at = (q) =>
+    `${ratios[Math.round(q * (ratios.length - 1))] >= 0 ? '+' : ''}${(ratios[Math.round(q * (ratios.length - 1))] * 100).toFixed(1)}%`;
+  return `${at(0.5)} (${at(0.25)} to ${at(0.75)})`;
+}
+
 function report() {
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const plain = median(SIDES[0].runs.map((r) => r.usPerDelivery));
@@ -173,15 +166,16 @@ function report() {
     `\nclaim + record, ${BATCH} deliver${BATCH === 1 ? 'y' : 'ies'} a call, ${DELIVERIES} deliveries x ${ROUNDS} rounds`,
   );
   console.log(
-    '| tables | partitions | backend CPU us/delivery (runs) | median | against unpartitioned | claims/s (median) | relation locks of a claim: first call, cached |',
+    '| tables | partitions | backend CPU us/delivery (runs) | median | against unpartitioned | paired by round: median (quartiles) | claims/s (median) | relation locks of a claim: first call, cached |',
   );
-  console.log('|---|---:|---|---:|---:|---:|---|');
+  console.log('|---|---:|---|---:|---:|---|---:|---|');
   for (const side of SIDES) {
     const us = side.runs.map((r) => r.usPerDelivery);
     const m = median(us);
     console.log(
       `| ${side.key} | ${side.partitions} | ${us.map((x) => x.toFixed(0)).join(', ')} | ${m.toFixed(0)} | ` +
         `${side === SIDES[0] ? '' : `${m >= plain ? '+' : ''}${(((m - plain) / plain) * 100).toFixed(1)}%`} | ` +
+        `${side === SIDES[0] ? '' : paired(side)} | ` +
         `${median(side.runs.map((r) => r.perSecond)).toFixed(0)} | ${side.locks.firstCall}, ${side.locks.cached} |`,
     );
   }
@@ -197,7 +191,7 @@ async function main() {
   try {
     await runMigrations(loadConfig({ ...process.env, DATABASE_URL: dbUrl(TEMPLATE) }));
     for (const side of SIDES) await admin.query(`CREATE DATABASE ${side.db} TEMPLATE ${TEMPLATE}`);
-    await unpartition(SIDES[0].db);
+    await withClient(SIDES[0].db, unpartition);
     await withClient(SIDES[2].db, (c) =>
       createDeliveryPartitions(
         { query: async (text, values) => (await c.query(text, values)).rows }, // rows, as TypeORM answers
@@ -216,7 +210,8 @@ async function main() {
       side.locks = await withClient(side.db, countLocks);
     }
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const side of SIDES) {
+      // In turns, the order reversed every other round, so drift within a round favours no side.
+      for (const side of round % 2 ? SIDES : [...SIDES].reverse()) {
         const run = await withClient(side.db, (c) => claimAndRecord(c, round));
         side.runs.push(run);
         console.log(`round ${round} ${side.key}: ${run.usPerDelivery.toFixed(0)} us of backend CPU per delivery`);
