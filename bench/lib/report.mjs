@@ -482,5 +482,8 @@ ${memorySection(results)}
 - \`BENCH_PROFILE=1\` starts the api and the workers with \`--cpu-prof\`; profiles land in
   \`bench/results/profiles/<time>/\`; \`node bench/profile-summary.mjs <file.cpuprofile>\` lists the
   top self-time functions and packages. Profiled runs never overwrite this file.
+- \`BENCH_UNPARTITIONED=1\` rebuilds \`deliveries\` and \`delivery_attempts\` unpartitioned once the api has
+  migrated them, to measure partitioning's cost against a run without it ("Partitioned delivery tables");
+  such runs never overwrite this file.
 `;
 }
