@@ -131,6 +131,51 @@ describe('attempt claims (real Postgres, no worker)', () => {
     }
   });
 
+  it('takes its webhooks’ locks one at a time in the global order (hashtext, then id): a held one stops the later ones', async () => {
+    const hooks = await Promise.all([1, 2, 3].map(() => webhookWithPending(1)));
+    const order = (
+      (await t.dataSource.query(`SELECT id FROM unnest($1::varchar[]) id ORDER BY hashtext(id), id`, [
+        hooks.map((h) => h.webhookId),
+      ])) as { id: string }[]
+    ).map((r) => r.id);
+    const blocker = t.dataSource.createQueryRunner();
+    const claimer = t.dataSource.createQueryRunner();
+    try {
+      // The middle one held exclusively, as a DELETE of that webhook holds it.
+      await blocker.query(`SELECT pg_advisory_lock($1, hashtext($2))`, [DatabaseLock.WebhookFence, order[1]]);
+      const [{ pid }] = (await claimer.query(`SELECT pg_backend_pid() AS pid`)) as { pid: number }[];
+      const batch = hooks.map((h) => h.ids[0]);
+      const claimed = claimer.query('SELECT delivery_id, outcome FROM claim_delivery_attempts($1, $2, 60000)', [
+        batch,
+        await createdAtOf(batch),
+      ]) as Promise<{ delivery_id: string; outcome: string }[]>;
+      const locksOfClaim = async () =>
+        (await t.dataSource.query(
+          `SELECT w.id, l.granted FROM pg_locks l
+           JOIN unnest($1::varchar[]) w(id) ON l.objid = (hashtext(w.id)::bigint & 4294967295)::oid
+           WHERE l.locktype = 'advisory' AND l.classid = $2 AND l.pid = $3 ORDER BY l.granted DESC, w.id`,
+          [order, DatabaseLock.WebhookFence, pid],
+        )) as { id: string; granted: boolean }[];
+      let locks = await locksOfClaim();
+      for (let i = 0; i < 100 && !locks.some((l) => !l.granted); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        locks = await locksOfClaim();
+      }
+      // The first held, waiting for the second, the third not asked for yet.
+      expect(locks).toEqual([
+        { id: order[0], granted: true },
+        { id: order[1], granted: false },
+      ]);
+      await blocker.query(`SELECT pg_advisory_unlock($1, hashtext($2))`, [DatabaseLock.WebhookFence, order[1]]);
+      expect((await claimed).map((r) => r.outcome)).toEqual(['claimed', 'claimed', 'claimed']);
+    } finally {
+      await claimer.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
+      await blocker.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
+      await claimer.release();
+      await blocker.release();
+    }
+  });
+
   it('a batch with nothing to lease leaves no lock behind', async () => {
     const removed = await webhookWithPending(1);
     const open = await webhookWithPending(1);
