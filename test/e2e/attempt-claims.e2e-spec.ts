@@ -157,7 +157,8 @@ describe('attempt claims (real Postgres, no worker)', () => {
           [order, DatabaseLock.WebhookFence, pid],
         )) as { id: string; granted: boolean }[];
       let locks = await locksOfClaim();
-      for (let i = 0; i < 100 && !locks.some((l) => !l.granted); i++) {
+      // Until the claim waits (10 s at most: a loaded CI machine may be slow to start it).
+      for (let i = 0; i < 500 && !locks.some((l) => !l.granted); i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         locks = await locksOfClaim();
       }
