@@ -154,10 +154,11 @@ async function countLocks(c) {
  */
 function paired(side) {
   const ratios = side.runs.map((r, i) => r.usPerDelivery / SIDES[0].runs[i].usPerDelivery - 1).sort((a, b) => a - b);
-  const at = (q) =>
-    `${ratios[Math.round(q * (ratios.length - 1))] >= 0 ? '+' : ''}${(ratios[Math.round(q * (ratios.length - 1))] * 100).toFixed(1)}%`;
+  const at = (q) => signedPercent(ratios[Math.round(q * (ratios.length - 1))]);
   return `${at(0.5)} (${at(0.25)} to ${at(0.75)})`;
 }
+
+const signedPercent = (fraction) => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(1)}%`;
 
 function report() {
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -174,7 +175,7 @@ function report() {
     const m = median(us);
     console.log(
       `| ${side.key} | ${side.partitions} | ${us.map((x) => x.toFixed(0)).join(', ')} | ${m.toFixed(0)} | ` +
-        `${side === SIDES[0] ? '' : `${m >= plain ? '+' : ''}${(((m - plain) / plain) * 100).toFixed(1)}%`} | ` +
+        `${side === SIDES[0] ? '' : signedPercent((m - plain) / plain)} | ` +
         `${side === SIDES[0] ? '' : paired(side)} | ` +
         `${median(side.runs.map((r) => r.perSecond)).toFixed(0)} | ${side.locks.firstCall}, ${side.locks.cached} |`,
     );

@@ -2,6 +2,7 @@ import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { AttemptClaims, type Claim } from '../../src/delivery/store/attempt-claims.js';
 import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
+import { waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 const URL = 'https://receiver.example.com/hook';
@@ -156,12 +157,14 @@ describe('attempt claims (real Postgres, no worker)', () => {
            WHERE l.locktype = 'advisory' AND l.classid = $2 AND l.pid = $3 ORDER BY l.granted DESC, w.id`,
           [order, DatabaseLock.WebhookFence, pid],
         )) as { id: string; granted: boolean }[];
-      let locks = await locksOfClaim();
-      // Until the claim waits (10 s at most: a loaded CI machine may be slow to start it).
-      for (let i = 0; i < 500 && !locks.some((l) => !l.granted); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        locks = await locksOfClaim();
-      }
+      const locks = await waitFor(
+        async () => {
+          const held = await locksOfClaim();
+          return held.some((l) => !l.granted) ? held : null;
+        },
+        10_000,
+        'the claim to wait for a lock',
+      );
       // The first held, waiting for the second, the third not asked for yet.
       expect(locks).toEqual([
         { id: order[0], granted: true },

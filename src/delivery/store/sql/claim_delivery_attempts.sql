@@ -31,7 +31,7 @@ BEGIN
   IF v_webhooks IS NULL THEN
     RETURN; -- none of the ids is a delivery: the caller treats each as ended
   END IF;
-  -- In one statement, not one per webhook; a volatile call is evaluated after the sort: in order, one at a time.
+  -- In one statement, not one per webhook: the scan yields the array in its order, each lock taken in turn.
   PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(l.w))
   FROM unnest(v_webhooks) WITH ORDINALITY AS l(w, n) ORDER BY l.n;
   -- Each statement of a VOLATILE function takes a new snapshot: a removal or a disabling that
