@@ -176,7 +176,7 @@ describe('admission: fairness at a host', () => {
 });
 
 describe('admission: the adaptive limit and the breaker, its two ends', () => {
-  const { states, enter, leave } = useHosts({
+  const { config, states, enter, leave } = useHosts({
     DELIVERY_HOST_INITIAL_LIMIT: '8',
     DELIVERY_BREAKER_THRESHOLD: '2',
     DELIVERY_BREAKER_COOLDOWN_MS: '300',
@@ -235,11 +235,14 @@ describe('admission: the adaptive limit and the breaker, its two ends', () => {
     expect(await states.get('h8')).toMatchObject({ limit: 4, lastChange: { reason: 'timeout' } });
     const sinceTheCut = Date.now(); // e2's admission, as it will say: after the cut, before the answers
     await leave('h8', 'e1', 'hook', 'ok');
-    // A window's age later, an answer closes the window (the limit grows): the next one holds no answer.
+    // A window's age later, the answer that makes the limit's worth of them (4) closes the window (the limit
+    // grows): the next one holds no answer.
     await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(await enter('h8', 'e6')).toBe(0);
-    await leave('h8', 'e6', 'hook', 'ok');
-    // e2 hung while e1 and e6 were answered: no cut, and it does not count towards the breaker.
+    for (const id of ['e6', 'e7', 'e8']) {
+      expect(await enter('h8', id)).toBe(0);
+      await leave('h8', id, 'hook', 'ok');
+    }
+    // e2 hung while e1 and e6-e8 were answered: no cut, and it does not count towards the breaker.
     await leave('h8', 'e2', 'hook', 'timeout', sinceTheCut);
     expect(await states.get('h8')).toMatchObject({ limit: 5, lastChange: { reason: 'growth' } });
     // Two timeouts with nothing answered during them open it (threshold 2): e2 was not one of them.
@@ -247,6 +250,30 @@ describe('admission: the adaptive limit and the breaker, its two ends', () => {
     expect(await states.get('h8')).toMatchObject({ limit: 2, lastChange: { reason: 'timeout' } });
     await leave('h8', 'e5', 'hook', 'timeout', after());
     expect(await states.get('h8')).toMatchObject({ limit: 1, inFlight: 0, lastChange: { reason: 'paused' } });
+  });
+
+  it('keeps a window open until it holds the limit’s worth of answers (at most 10), however old it is', async () => {
+    const redis = new Redis(TEST_REDIS_URL);
+    const window = async () => {
+      const [epoch, samples] = await redis.hmget(`${config.queuePrefix}:dest:h20:limit`, 'epoch', 'wcount');
+      return { epoch: Number(epoch ?? 0), samples: Number(samples ?? 0) };
+    };
+    try {
+      // One at a time: the limit (8) is never in use, so slow start leaves it at 8.
+      for (let i = 1; i <= 7; i++) {
+        expect(await enter('h20', `w${i}`)).toBe(0);
+        await leave('h20', `w${i}`, 'hook', 'ok');
+        // Past the least window (100 ms): only the count of answers holds it open.
+        await new Promise((resolve) => setTimeout(resolve, 110));
+      }
+      expect(await window()).toEqual({ epoch: 0, samples: 7 });
+      expect(await enter('h20', 'w8')).toBe(0);
+      await leave('h20', 'w8', 'hook', 'ok');
+      expect(await window()).toEqual({ epoch: 1, samples: 0 });
+      expect(await states.get('h20')).toMatchObject({ limit: 8 });
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('takes the breaker signals of attempts that end together in order', async () => {

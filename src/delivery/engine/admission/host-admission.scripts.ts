@@ -230,12 +230,13 @@ export const ENTER = `${HOST}
 
 /**
  * Ends attempts: per attempt holder, webhook id, signal, latency (ms) and admission time; ARGV after the
- * common five: breaker threshold, breaker cooldown, min limit, min window (ms), max limit. Frees the slot, adds what
+ * common five: breaker threshold, breaker cooldown, min limit, min window (ms), max limit, min samples. Frees the slot, adds what
  * the attempt showed to the host's window, feeds the breaker (its other end sets the limit to the
  * minimum), and gives the room to the line. Signals: 'ok' (2xx) adds a latency sample; '429', '503',
  * 'refused', 'reset', 'timeout' close the window at once unless the attempt was admitted before the last
  * cut (it says nothing of the cut limit) or, for a timeout, the host answered promptly since the attempt
- * was admitted; a window also closes once it is a recent minimum latency old (at least the min window).
+ * was admitted; a window also closes once it is a recent minimum latency old (at least the min window)
+ * and holds min samples 2xx answers, or as many as the limit when that is fewer.
  * 'timeout' (not so excused) counts towards opening the breaker, an answer closes it. Answers
  * per attempt the closed window, if any, for decideLimit: epoch, limit, peak, samples, latency sum,
  * latency min, drop, recent minimum, ceiling, the recent minimum's load.
@@ -245,9 +246,10 @@ export const LEAVE = `${HOST}
   local cooldownBase = tonumber(ARGV[7])
   local minWindow = tonumber(ARGV[9])
   local maxLimit = tonumber(ARGV[10])
+  local minSamples = tonumber(ARGV[11])
   local DROPS = { ['429'] = true, ['503'] = true, refused = true, reset = true, timeout = true }
   local ANSWERS = { ok = true, answered = true, ['429'] = true, ['503'] = true }
-  return eachHost(11, 5, function(host)
+  return eachHost(12, 5, function(host)
     local breaker, state = host.keys.breaker, host.keys.state
     host.expire()
     -- No breaker: an answer has nothing to close (the usual case, read once per host, not per attempt).
@@ -273,7 +275,7 @@ export const LEAVE = `${HOST}
       if signal ~= 'ok' then return {} end
       local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt', 'ceiling', 'limit')
       local ms = tonumber(latency)
-      redis.call('HINCRBY', state, 'wcount', 1)
+      local samples = redis.call('HINCRBY', state, 'wcount', 1)
       redis.call('HINCRBY', state, 'wsum', ms)
       if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
       local limit = tonumber(w[5] or initial)
@@ -289,6 +291,9 @@ export const LEAVE = `${HOST}
         redis.call('HSET', state, 'wstart', now)
         return {}
       end
+      -- A host with few answers keeps its window open until it has enough to judge: a decision per answer
+      -- would be noise, and a script call per delivery at a host that sees a few a second.
+      if samples < math.min(minSamples, limit) then return {} end
       if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), minWindow) then return {} end
       return closeWindow('')
     end

@@ -65,6 +65,8 @@ interface Leaving extends Attempted {
 const KEY_TTL_MS = 3_600_000;
 // A window is at least this long, so a 1 ms receiver's limit does not move on every batch.
 const MIN_WINDOW_MS = 100;
+// And holds at least this many 2xx answers (or the limit's worth, when lower): Netflix's WindowedLimit windowSize.
+const MIN_SAMPLES = 10;
 const MAX_BATCH = 500;
 // Calls out at once per script: a batch need not wait for the previous one's round trip.
 const CALLS_OUT = 4;
@@ -202,6 +204,7 @@ export class HostAdmission {
         this.config.hostLimit.min,
         MIN_WINDOW_MS,
         this.config.hostLimit.max,
+        MIN_SAMPLES,
         ...args,
       ),
     );

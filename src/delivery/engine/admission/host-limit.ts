@@ -3,7 +3,9 @@
  *
  * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise, and a
  * slow start. A window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round
- * trip.
+ * trip. It also holds ten 2xx answers, or the limit's worth when that is fewer (Netflix's WindowedLimit
+ * windowSize): a host that sees a few attempts a second is judged on enough of them, every few seconds,
+ * rather than on each answer alone.
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
