@@ -4,7 +4,7 @@ import { Batcher } from '../core/batcher.js';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { QueueLayout } from '../core/redis/queue-layout.js';
-import { RedisClients } from '../core/redis/redis.module.js';
+import { RedisClients, type RedisClient } from '../core/redis/redis.module.js';
 import { currentTraceCarrier, inSpan, SpanKind, type TraceCarrier } from '../core/tracing/tracing.js';
 import { withTimeout } from '../core/with-timeout.js';
 
@@ -92,9 +92,11 @@ export class DeliveryQueue {
    * A failure fails them all, which loses nothing: the sweeper enqueues due deliveries that have no job.
    */
   private readonly bulks: Batcher<BulkJob[], void>[];
+  private readonly redis: RedisClient;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, clients: RedisClients) {
     this.layout = QueueLayout.of(config);
+    this.redis = clients.get('queue');
     // The producer connection is RedisClients' and closes with it; a Queue holds no timer of its own.
     this.queues = this.layout.deliveryPrefixes.map((prefix) => {
       const queue = new Queue<DeliverJobData>(DELIVERY_QUEUE, { connection: clients.get('queue'), prefix });
@@ -172,6 +174,32 @@ export class DeliveryQueue {
     }
     const added = [...byShard].map(([shard, jobs]) => this.bulks[shard].add(jobs));
     await withTimeout(Promise.all(added), ENQUEUE_TIMEOUT_MS);
+  }
+
+  /**
+   * The deliveries whose job (jobId, else the delivery id) is not in their host's queue: one pipeline of
+   * EXISTS per shard (a shard's keys share its hash tag), a microsecond each in Redis where adding a job
+   * that exists still runs BullMQ's add script with the job's data.
+   */
+  async withoutJob(deliveries: DeliveryToEnqueue[]): Promise<DeliveryToEnqueue[]> {
+    const byShard = new Map<number, DeliveryToEnqueue[]>();
+    for (const delivery of deliveries) {
+      const shard = this.layout.shardOf(destinationOf(delivery.url));
+      const list = byShard.get(shard) ?? [];
+      list.push(delivery);
+      byShard.set(shard, list);
+    }
+    const missing = [...byShard].map(async ([shard, list]) => {
+      const pipeline = this.redis.pipeline();
+      for (const { deliveryId, jobId } of list) pipeline.exists(this.queues[shard].toKey(jobId ?? deliveryId));
+      const results = (await pipeline.exec()) ?? [];
+      return list.filter((_, i) => {
+        const [error, found] = results[i] ?? [new Error('no answer')];
+        if (error) throw error;
+        return found === 0;
+      });
+    });
+    return (await withTimeout(Promise.all(missing), ENQUEUE_TIMEOUT_MS)).flat();
   }
 
   /**

@@ -64,10 +64,11 @@ describe('delivery sweeper', () => {
     for (const id of lost) await queue.queues[0].remove(id);
     for (const id of lost) expect(await queue.queues[0].getJob(id)).toBeUndefined();
 
-    const offered = await sweeper.sweepOnce();
+    const enqueued = await sweeper.sweepOnce();
 
     for (const id of lost) expect((await queue.queues[0].getJob(id))?.data).toMatchObject({ deliveryId: id });
-    expect(offered).toBe(OVERDUE);
+    // Only the lost ones were added: the others' jobs were found and left alone.
+    expect(enqueued).toBe(lost.length);
     // The jobs that were there are left as they were; the submission's own delivery is not overdue yet.
     const counts = await queue.queues[0].getJobCounts('waiting');
     expect(counts.waiting).toBe(OVERDUE + 1);

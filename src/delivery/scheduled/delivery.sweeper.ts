@@ -9,9 +9,10 @@ const SWEEP_BATCH = 1000;
 
 /**
  * Postgres is the source of truth: a pending delivery that is due but has no job (a crash between
- * commit and enqueue, Redis restarted empty) is enqueued again. Adding a job that exists is a no-op,
- * so a pass offers every overdue delivery to the queue, in pages: a backlog of deliveries whose jobs
- * wait (on a capped destination, say) cannot hide a lost job behind it.
+ * commit and enqueue, Redis restarted empty) is enqueued again. A pass looks at every overdue delivery,
+ * in pages, so a backlog of deliveries whose jobs wait (on a capped destination, say) cannot hide a lost
+ * job behind it; only those without a job are added (a backlog's jobs are many, and adding one that
+ * exists costs as much as adding it).
  */
 @Injectable()
 export class DeliverySweeper {
@@ -22,17 +23,17 @@ export class DeliverySweeper {
   ) {}
 
   /**
-   * Enqueues due pending deliveries (due for longer than one sweep interval); returns how many it offered.
-   * Stops between pages once `signal` is aborted: shutdown waits for one page, not a whole pass.
+   * Enqueues due pending deliveries (due for longer than one sweep interval) that have no job; returns how
+   * many. Stops between pages once `signal` is aborted: shutdown waits for one page, not a whole pass.
    */
   @ScheduledJob({ name: 'sweep-overdue-deliveries', every: (config) => config.sweepIntervalMs })
   async sweepOnce(signal?: AbortSignal): Promise<number> {
-    let offered = 0;
+    let enqueued = 0;
     const dueBefore = await this.store.dueBefore(this.config.sweepIntervalMs);
     let after: { nextAttemptAt: Date | string; id: string } = { nextAttemptAt: '-infinity', id: '' };
     while (!signal?.aborted) {
       const rows = await this.store.overdue(dueBefore, after, SWEEP_BATCH);
-      await this.queue.add(
+      const lost = await this.queue.withoutJob(
         rows.map((r) => ({
           deliveryId: r.id,
           createdAt: r.createdAt,
@@ -41,10 +42,11 @@ export class DeliverySweeper {
           webhookId: r.webhookId,
         })),
       );
-      offered += rows.length;
+      await this.queue.add(lost);
+      enqueued += lost.length;
       if (rows.length < SWEEP_BATCH) break;
       after = rows[rows.length - 1];
     }
-    return offered;
+    return enqueued;
   }
 }
