@@ -99,7 +99,7 @@ export class DeliveryQueue {
     this.redis = clients.get('queue');
     // The producer connection is RedisClients' and closes with it; a Queue holds no timer of its own.
     this.queues = this.layout.deliveryPrefixes.map((prefix) => {
-      const queue = new Queue<DeliverJobData>(DELIVERY_QUEUE, { connection: clients.get('queue'), prefix });
+      const queue = new Queue<DeliverJobData>(DELIVERY_QUEUE, { connection: this.redis, prefix });
       // Its connection's errors, which BullMQ repeats here, are logged by RedisClients; without a listener
       // BullMQ would print each to stderr, outside the JSON log.
       queue.on('error', () => undefined);
@@ -150,12 +150,9 @@ export class DeliveryQueue {
   /** Each shard's jobs in its own addBulk, all at once. */
   private async addJobs(deliveries: DeliveryToEnqueue[], trigger: DeliverJobData['trigger']): Promise<void> {
     const trace = currentTraceCarrier();
-    const byShard = new Map<number, BulkJob[]>();
-    for (const { deliveryId, createdAt, url, workspaceId, webhookId, maxInFlight, jobId } of deliveries) {
-      const destination = destinationOf(url);
-      const shard = this.layout.shardOf(destination);
-      const jobs = byShard.get(shard) ?? [];
-      jobs.push({
+    const byShard = this.byShard(
+      deliveries,
+      ({ deliveryId, createdAt, url, workspaceId, webhookId, maxInFlight, jobId }, destination): BulkJob => ({
         name: DELIVER_JOB,
         data: {
           deliveryId,
@@ -169,11 +166,23 @@ export class DeliveryQueue {
           ...(trace && { trace }),
         },
         opts: { ...DELIVER_JOB_OPTIONS, jobId: jobId ?? deliveryId },
-      });
-      byShard.set(shard, jobs);
-    }
+      }),
+    );
     const added = [...byShard].map(([shard, jobs]) => this.bulks[shard].add(jobs));
     await withTimeout(Promise.all(added), ENQUEUE_TIMEOUT_MS);
+  }
+
+  /** `each` of the deliveries (given its host), grouped by the shard of its host. */
+  private byShard<T>(deliveries: DeliveryToEnqueue[], each: (delivery: DeliveryToEnqueue, destination: string) => T) {
+    const byShard = new Map<number, T[]>();
+    for (const delivery of deliveries) {
+      const destination = destinationOf(delivery.url);
+      const shard = this.layout.shardOf(destination);
+      const list = byShard.get(shard) ?? [];
+      list.push(each(delivery, destination));
+      byShard.set(shard, list);
+    }
+    return byShard;
   }
 
   /**
@@ -182,14 +191,7 @@ export class DeliveryQueue {
    * that exists still runs BullMQ's add script with the job's data.
    */
   async withoutJob(deliveries: DeliveryToEnqueue[]): Promise<DeliveryToEnqueue[]> {
-    const byShard = new Map<number, DeliveryToEnqueue[]>();
-    for (const delivery of deliveries) {
-      const shard = this.layout.shardOf(destinationOf(delivery.url));
-      const list = byShard.get(shard) ?? [];
-      list.push(delivery);
-      byShard.set(shard, list);
-    }
-    const missing = [...byShard].map(async ([shard, list]) => {
+    const missing = [...this.byShard(deliveries, (delivery) => delivery)].map(async ([shard, list]) => {
       const pipeline = this.redis.pipeline();
       for (const { deliveryId, jobId } of list) pipeline.exists(this.queues[shard].toKey(jobId ?? deliveryId));
       const results = (await pipeline.exec()) ?? [];
