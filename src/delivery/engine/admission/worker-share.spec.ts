@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { WorkerShare } from './worker-share.js';
 
 describe('WorkerShare', () => {
@@ -25,26 +26,33 @@ describe('WorkerShare', () => {
     expect(share.enter('a')).toBe(false); // the slot went to the waiting job
   });
 
-  it('keeps waiting in process while the workspace frees slots, however long its line', async () => {
-    const share = new WorkerShare(4);
-    for (let i = 0; i < 3; i++) share.enter('a');
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    const first = share.waitTurn('a', 40);
-    const second = share.waitTurn('a', 40);
-    await sleep(30);
-    expect(share.leave('a')).toBeUndefined(); // to the first waiter
-    await expect(first).resolves.toBe(true);
-    await sleep(30);
-    expect(share.leave('a')).toBeUndefined(); // 60 ms after the second began waiting: it still waits
-    await expect(second).resolves.toBe(true);
-  });
+  describe('on a fake clock (timers and Date.now), so a loaded machine cannot stretch the waits', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
 
-  it('gives up the in-process wait after its time, and wakes a parked job when a slot frees', async () => {
-    const share = new WorkerShare(4);
-    for (let i = 0; i < 3; i++) share.enter('a');
-    await expect(share.waitTurn('a', 10)).resolves.toBe(false);
-    expect(share.park('a', 'job-1', 'h:1')).toBe(false);
-    expect(share.leave('a')).toEqual({ jobId: 'job-1', destination: 'h:1' });
+    it('keeps waiting in process while the workspace frees slots, however long its line', async () => {
+      const share = new WorkerShare(4);
+      for (let i = 0; i < 3; i++) share.enter('a');
+      const sleep = async (ms: number) => jest.advanceTimersByTimeAsync(ms);
+      const first = share.waitTurn('a', 40);
+      const second = share.waitTurn('a', 40);
+      await sleep(30);
+      expect(share.leave('a')).toBeUndefined(); // to the first waiter
+      await expect(first).resolves.toBe(true);
+      await sleep(30);
+      expect(share.leave('a')).toBeUndefined(); // 60 ms after the second began waiting: it still waits
+      await expect(second).resolves.toBe(true);
+    });
+
+    it('gives up the in-process wait after its time, and wakes a parked job when a slot frees', async () => {
+      const share = new WorkerShare(4);
+      for (let i = 0; i < 3; i++) share.enter('a');
+      const wait = share.waitTurn('a', 10);
+      await jest.advanceTimersByTimeAsync(10);
+      await expect(wait).resolves.toBe(false);
+      expect(share.park('a', 'job-1', 'h:1')).toBe(false);
+      expect(share.leave('a')).toEqual({ jobId: 'job-1', destination: 'h:1' });
+    });
   });
 
   it('names no job that came back by itself: a later wait of it (a retry) is not cut short', () => {
