@@ -21,8 +21,8 @@ export interface Ticket {
   webhookId: string;
   workspaceId: string;
   admittedAt: number;
-  /** Whether the host's slot was given back already (the receiver answered). */
-  hostLeft: boolean;
+  /** Whether its slots were given back already (the receiver answered). */
+  left: boolean;
 }
 
 /** What an attempt's result showed of its host, for the adaptive limit and the breaker. */
@@ -39,7 +39,8 @@ export function signalOf(send: SendResult | undefined): HostSignal {
 /**
  * Admission: when an attempt may start. One design, in this order:
  * - Its workspace's share of this worker (WorkerShare): a quarter of the slots always, more while a
- *   quarter stays free, so one workspace's hanging receivers never take every slot.
+ *   quarter stays free, so one workspace's hanging receivers never take every slot. A slot is held
+ *   until the receiver answers, as the host's is: the record after the answer cannot hang.
  * - Its host (HostAdmission, in Redis, shared by all workers): the breaker, the webhook's cap (its own
  *   `maxInFlight`, else DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK; WebhookCaps) and the host's adaptive limit (decideLimit); the breaker is the
  *   limit's other end (opening sets it to the minimum).
@@ -105,7 +106,7 @@ export class Admission implements OnModuleDestroy {
       this.leaveShare(workspaceId);
       throw error;
     }
-    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now(), hostLeft: false };
+    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now(), left: false };
     this.leaveShare(workspaceId);
     await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
     // Given its turn while it was still running here: that promote found nothing to move, so move itself.
@@ -113,10 +114,15 @@ export class Admission implements OnModuleDestroy {
     throw new DelayedError();
   }
 
-  /** The receiver answered (or the send failed): frees the host's slot with what it showed, and wakes the next. */
+  /**
+   * The receiver answered (or the send failed): frees the host's slot with what it showed, and the
+   * workspace's share here, and wakes the next. Recording the attempt needs neither: no receiver can
+   * hang it, so the workspace's next attempt need not wait for it.
+   */
   answered(ticket: Ticket, attempted: Omit<Attempted, 'admittedAt'>): void {
-    if (ticket.hostLeft) return;
-    ticket.hostLeft = true;
+    if (ticket.left) return;
+    ticket.left = true;
+    this.leaveShare(ticket.workspaceId);
     const { destination, holder, webhookId, admittedAt } = ticket;
     // A saturated worker is late to see every answer: that delay is ours, not the host's queueing.
     const latencyMs = Math.max(0, attempted.latencyMs - this.recentLoopDelayMs());
@@ -126,10 +132,9 @@ export class Admission implements OnModuleDestroy {
       .catch(() => undefined);
   }
 
-  /** Ends an admitted attempt: its host's slot if no answer freed it (nothing was sent), and its share here. */
+  /** Ends an admitted attempt: its slots, if no answer freed them (nothing was sent). */
   leave(ticket: Ticket): void {
     this.answered(ticket, { signal: 'other', latencyMs: 0 });
-    this.leaveShare(ticket.workspaceId);
   }
 
   private leaveShare(workspaceId: string): void {

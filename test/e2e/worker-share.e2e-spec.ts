@@ -1,0 +1,31 @@
+import pg from 'pg';
+import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
+import { expectNothingFor, waitFor } from '../support/receiver.js';
+
+// Eight slots: one workspace alone may hold six of them (all but a quarter) with attempts before their answer.
+describe('a workspace’s share of its worker', () => {
+  const env = useFastDeliveryApp({ WORKER_CONCURRENCY: '8', DATABASE_LOCK_TIMEOUT_MS: '20000' });
+
+  it('is held until the receiver answers, not while the attempt is recorded', async () => {
+    const t = env.t;
+    const receiver = await env.startReceiver();
+    const { api, calculator, webhook } = await setupWebhook(t, receiver.url);
+    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
+    await holder.connect();
+    try {
+      // Each record of this webhook waits for its row (it folds the outcome into the webhook's health).
+      // NO KEY UPDATE: the submissions' foreign-key checks still pass.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhooks WHERE id = $1 FOR NO KEY UPDATE', [webhook.id]);
+      for (let i = 0; i < 10; i++) await submit(api, calculator.id);
+      // Answered attempts hold no share while recording: jobs are sent until all eight of the worker's
+      // wait for their records (with the share held to the record, six).
+      await waitFor(() => receiver.requests.length === 8, 10_000, 'eight sends while their records wait');
+      await expectNothingFor(500, 'a ninth send while eight jobs wait', () => receiver.requests.length > 8);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    await waitFor(() => receiver.requests.length === 10, 10_000, 'the other two once the records went through');
+  }, 40_000);
+});
