@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { waitFor } from '../support/receiver.js';
+import { databaseSession } from '../support/test-app.js';
 
 // A kept-alive connection the receiver closes while the claim waits (here for the webhook's lock) has
 // sent nothing: that is no attempt, and the delivery goes out at once on a new connection.
@@ -24,8 +24,7 @@ describe('a kept-alive connection closed while its claim waits', () => {
     });
     server.on('connection', (socket) => socket.on('close', () => closed++));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
-    await holder.connect();
+    const holder = await databaseSession(t);
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
       const { api, calculator, webhook } = await setupWebhook(t, url);

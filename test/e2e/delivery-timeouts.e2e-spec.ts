@@ -1,8 +1,8 @@
-import pg from 'pg';
 import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { setupWebhook, submit, useFastDeliveryApp, waitForEndedDelivery } from '../support/delivery.js';
 import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
 import { expectNothingFor, waitFor } from '../support/receiver.js';
+import { databaseSession } from '../support/test-app.js';
 
 // The worker's statements run under the same DATABASE_LOCK_TIMEOUT_MS as the api's: a claim that
 // cannot get its webhook's lock in time fails as an infrastructure error, its job is retried, and the
@@ -16,8 +16,7 @@ describe('a delivery whose claim times out waiting for its lock', () => {
     const t = env.t;
     const receiver = await env.startReceiver();
     const { api, calculator, webhook } = await setupWebhook(t, receiver.url);
-    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
-    await holder.connect();
+    const holder = await databaseSession(t);
     try {
       // The removal lock of that webhook, as DELETE takes it.
       await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [DatabaseLock.WebhookFence, webhook.id]);

@@ -1,6 +1,6 @@
-import pg from 'pg';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { expectNothingFor, waitFor } from '../support/receiver.js';
+import { databaseSession } from '../support/test-app.js';
 
 // Eight slots: one workspace alone may hold six of them (all but a quarter) with attempts before their answer.
 describe('a workspace’s share of its worker', () => {
@@ -10,8 +10,7 @@ describe('a workspace’s share of its worker', () => {
     const t = env.t;
     const receiver = await env.startReceiver();
     const { api, calculator, webhook } = await setupWebhook(t, receiver.url);
-    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
-    await holder.connect();
+    const holder = await databaseSession(t);
     try {
       // Each record of this webhook waits for its row (it folds the outcome into the webhook's health).
       // NO KEY UPDATE: the submissions' foreign-key checks still pass.

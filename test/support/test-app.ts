@@ -131,6 +131,13 @@ export async function createReplica(t: TestApp): Promise<INestApplication> {
   return app;
 }
 
+/** A Postgres session of the test's own on the app's database (to hold a lock the app then meets); end it. */
+export async function databaseSession(t: TestApp): Promise<pg.Client> {
+  const session = new pg.Client({ connectionString: t.config.databaseUrl });
+  await session.connect();
+  return session;
+}
+
 export async function createWorkspace(t: TestApp, name = 'Test workspace'): Promise<TestWorkspace> {
   const { workspace, key } = await t.app.get(WorkspacesService).create(name);
   return { workspace, key };
