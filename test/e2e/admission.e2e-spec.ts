@@ -19,7 +19,17 @@ function useHosts(env: Record<string, string>) {
   const redis = new RedisClients(config);
   const host = new HostAdmission(config, redis);
   const states = new HostStates(config, redis);
-  afterAll(() => redis.onApplicationShutdown());
+  // Whatever the describe's tests left at its hosts (slots, lines, waiters, windows) expires by itself.
+  afterAll(async () => {
+    try {
+      const client = redis.get('admission');
+      const keys = await client.keys(`${config.queuePrefix}:dest:*`);
+      const ttls = await Promise.all(keys.map((key) => client.pttl(key)));
+      expect(keys.filter((_, i) => ttls[i] < 0)).toEqual([]);
+    } finally {
+      redis.onApplicationShutdown();
+    }
+  });
   /**
    * Enters attempt `id` (its job `job-<id>`) of `webhook` in `workspace`, under the webhook's cap (by default
    * DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK): 0 when admitted, else its wait's end.

@@ -35,7 +35,8 @@ const HOST = `
     local slots, breaker, state, webhooks, line, waiting, owners =
       KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
     -- freed: slots this call freed, each of which may wake one waiter when no turn is kept (grant).
-    local H = { count = redis.call('ZCARD', slots), peak = 0, freed = 0 }
+    -- created: the keys this call wrote that it may have created, so without a time to live (touch).
+    local H = { count = redis.call('ZCARD', slots), peak = 0, freed = 0, created = {} }
     local function lineOf(workspaceId) return base .. ':line:' .. workspaceId end
     local function queueOf(webhookId) return base .. ':wait:' .. webhookId end
     local caps = base .. ':caps'
@@ -55,6 +56,7 @@ const HOST = `
       redis.call('ZADD', lineOf(workspaceId), 'NX', back, webhookId)
       redis.call('PEXPIRE', lineOf(workspaceId), keyTtl)
       redis.call('ZADD', line, 'NX', back, workspaceId)
+      H.created[line] = true
     end
 
     -- After a webhook's waiter left the line: it goes to the back of its workspace's turn, or out of it
@@ -77,6 +79,8 @@ const HOST = `
     local function take(member, webhookId, expiresAt)
       redis.call('ZADD', slots, expiresAt, member)
       redis.call('HINCRBY', webhooks, webhookId, 1)
+      H.created[slots] = true
+      H.created[webhooks] = true
       H.count = H.count + 1
       if H.count > H.peak then H.peak = H.count end
     end
@@ -141,6 +145,8 @@ const HOST = `
       redis.call('RPUSH', queueOf(webhookId), jobId)
       redis.call('PEXPIRE', queueOf(webhookId), keyTtl)
       redis.call('HSET', owners, webhookId, workspaceId)
+      H.created[waiting] = true
+      H.created[owners] = true
       join(webhookId)
     end
 
@@ -161,10 +167,14 @@ const HOST = `
 
     function H.admit(holder, jobId, webhookId, workspaceId, ownCap)
       local member = webhookId .. '|' .. holder
-      if redis.call('HGET', caps, webhookId) ~= ownCap then redis.call('HSET', caps, webhookId, ownCap) end
-      -- Its turn came: the slot kept for it becomes its own.
+      if redis.call('HGET', caps, webhookId) ~= ownCap then
+        redis.call('HSET', caps, webhookId, ownCap)
+        H.created[caps] = true
+      end
+      -- Its turn came: the slot kept for it becomes its own (the set, emptied by the ZREM, made anew).
       if redis.call('ZREM', slots, webhookId .. '|job:' .. jobId) == 1 then
         redis.call('ZADD', slots, now + slotTtl, member)
+        H.created[slots] = true
         return 0
       end
       if redis.call('ZSCORE', slots, member) then return 0 end
@@ -187,10 +197,19 @@ const HOST = `
       return H.deadline()
     end
 
+    -- Every key lives keyTtl past the host's last call. Writes keep a key's time to live, so a call gives
+    -- it only to the keys it may have created, and to all of them once a quarter of it has passed (the
+    -- stamp is in state, so a state made anew is stamped, and timed, at once).
     function H.touch()
-      for _, key in ipairs({ slots, webhooks, state, line, waiting, owners, caps }) do redis.call('PEXPIRE', key, keyTtl) end
+      local seen = redis.call('HMGET', state, 'wpeak', 'touched')
       -- The window's peak in flight: whether the limit is in use, so whether it may grow.
-      if H.peak > tonumber(redis.call('HGET', state, 'wpeak') or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
+      if H.peak > tonumber(seen[1] or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
+      if now - tonumber(seen[2] or '0') >= keyTtl / 4 then
+        redis.call('HSET', state, 'touched', now)
+        for _, key in ipairs({ slots, webhooks, state, line, waiting, owners, caps }) do redis.call('PEXPIRE', key, keyTtl) end
+      else
+        for key in pairs(H.created) do redis.call('PEXPIRE', key, keyTtl) end
+      end
     end
 
     H.keys = { breaker = breaker, state = state }
