@@ -9,7 +9,7 @@ export default {
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   testTimeout: 30000,
-  // Each file imports the app anew in its own VM context, and Node keeps much of it: in one process the
-  // suite's heap reached V8's 4 GB limit (a CI run died of it). A worker past this is replaced between files.
+  // Each file imports the app anew in its own VM context and Node keeps much of it, so one process running
+  // every file would reach V8's heap limit. A worker past this is replaced between files.
   workerIdleMemoryLimit: '1GB',
 };

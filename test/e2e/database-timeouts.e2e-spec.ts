@@ -1,6 +1,12 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { client, expectError } from '../support/management-api.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import {
+  createCalculator,
+  createTestApp,
+  createWorkspace,
+  databaseSession,
+  type TestApp,
+} from '../support/test-app.js';
 
 // With a table locked (maintenance, a stuck migration), requests fail fast with 503 instead of
 // waiting for the lock: DATABASE_LOCK_TIMEOUT_MS (default 2 s) cancels the statement.
@@ -14,8 +20,7 @@ describe('requests while a table is locked', () => {
   afterAll(() => t.close());
 
   beforeEach(async () => {
-    locker = new pg.Client({ connectionString: t.config.databaseUrl });
-    await locker.connect();
+    locker = await databaseSession(t);
   });
   afterEach(async () => {
     await locker.query('ROLLBACK').catch(() => undefined);

@@ -1,6 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
-import pg from 'pg';
 import request, { type Response } from 'supertest';
 import { API_KEY_HEADER } from '../../src/auth/api-key.js';
 import { IdempotencyKeysService } from '../../src/idempotency/idempotency-keys.service.js';
@@ -8,7 +7,14 @@ import { WAIT_FOR_FIRST_MS } from '../../src/idempotency/idempotency.interceptor
 import { countRows, expectNoFurtherRequests, FAST_DELIVERY } from '../support/delivery.js';
 import { API, client, expectBadRequest, expectError, expectJson, listWebhooks } from '../support/management-api.js';
 import { Receiver, waitFor } from '../support/receiver.js';
-import { createCalculator, createReplica, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import {
+  createCalculator,
+  createReplica,
+  createTestApp,
+  createWorkspace,
+  databaseSession,
+  type TestApp,
+} from '../support/test-app.js';
 
 const HEADER = 'Idempotency-Key';
 const REPLAYED = 'idempotent-replayed';
@@ -186,8 +192,7 @@ describe('Idempotency-Key on POST (DESIGN 7.6)', () => {
   describe('concurrent repeats', () => {
     /** Holds the calculator's row locked, so a submission to it waits inside its transaction. */
     async function lockCalculator(calculatorId: string) {
-      const db = new pg.Client({ connectionString: t.config.databaseUrl });
-      await db.connect();
+      const db = await databaseSession(t);
       await db.query('BEGIN');
       await db.query('SELECT id FROM calculators WHERE id = $1 FOR UPDATE', [calculatorId]);
       return async () => {

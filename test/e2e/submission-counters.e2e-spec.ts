@@ -1,7 +1,12 @@
-import pg from 'pg';
 import { countRows, submit } from '../support/delivery.js';
 import { client, registerWebhook, type Client } from '../support/management-api.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import {
+  createCalculator,
+  createTestApp,
+  createWorkspace,
+  databaseSession,
+  type TestApp,
+} from '../support/test-app.js';
 
 const RECEIVER = 'https://receiver.example.com/hook';
 
@@ -58,8 +63,7 @@ describe('submission counters of a hot calculator', () => {
     const { api, calculators } = await setup();
     const [calculator] = calculators;
     await submit(api, calculator.id);
-    const holder = new pg.Client({ connectionString: t.config.databaseUrl });
-    await holder.connect();
+    const holder = await databaseSession(t);
     try {
       // What a submission in flight holds: the calculator row shared, every existing shard exclusively.
       await holder.query('BEGIN');
