@@ -5,7 +5,8 @@ import { FAST_ENV, LOAD, Scenario } from './support/scenario.js';
 const SCENARIO = 'two workers at hosts that admit two at a time; the worker holding waiters killed';
 
 // Each host admits two attempts at once and a worker runs four: most jobs wait, in a host's line (parked,
-// some woken with a slot kept for them) or for their workspace's share of a worker (in process).
+// some woken with a slot kept for them, one per worker in process) or for their workspace's share of a
+// worker (in process).
 const ENV = {
   ...FAST_ENV,
   WORKER_CONCURRENCY: '4',
@@ -40,7 +41,7 @@ describe(`fault: ${SCENARIO}`, () => {
       scenario: SCENARIO,
       file: 'test/faults/waiters-kill.faults-spec.ts',
       injected:
-        'two workers of four slots each at hosts limited to two attempts in flight; the second killed with SIGKILL at 40% of the stream, holding slots, turns kept for woken jobs, jobs waiting in process for its share and jobs it was parking; never restarted',
+        'two workers of four slots each at hosts limited to two attempts in flight; the second killed with SIGKILL at 40% of the stream, holding slots, turns kept for woken jobs, jobs waiting in process for its share or for a turn at a host, and jobs it was parking; never restarted',
       results,
       extra: { workerKills: 1, inLineAtKill: inLine },
     });

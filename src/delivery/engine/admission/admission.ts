@@ -7,10 +7,12 @@ import { DELIVER_JOB, DeliveryQueue, type DeliverJobData } from '../../delivery-
 import type { SendResult } from '../webhook-sender.js';
 import { HostAdmission, type Attempted, type HostSignal, type Woken } from './host-admission.js';
 import { WebhookCaps } from './webhook-caps.js';
+import { TurnWaits } from './turn-waits.js';
 import { WorkerShare } from './worker-share.js';
 
-// A job over its workspace's share waits in process while the workspace frees a slot this often; then it parks.
-const SHARE_WAIT_MS = 100;
+// A job waits in process (for its workspace's share here, or its turn at its host) while what it waits for
+// frees a slot at least this often; then it parks.
+const IDLE_WAIT_MS = 100;
 // How often this worker's event-loop delay, which every answer's measured latency includes, is read.
 const LOOP_DELAY_EVERY_MS = 500;
 
@@ -45,15 +47,18 @@ export function signalOf(send: SendResult | undefined): HostSignal {
  *   `maxInFlight`, else DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK; WebhookCaps) and the host's adaptive limit (decideLimit); the breaker is the
  *   limit's other end (opening sets it to the minimum).
  * - Waiting: a job turned away is in line (the host's, served in turn by workspace, then by webhook; or
- *   its workspace's on this worker) and parked in the queue's delayed set, spending no attempt and holding
- *   no connection. The release that makes room gives the next in line its turn (at the host, a slot kept
- *   for it while two or more workspaces wait) and promotes its job. No timer polls: a parked job's own time is when room is certain without
- *   any release (the host's first slot expiry, the breaker's end, the workspace's attempts here timing
- *   out), which only matters when the worker that should have woken it died.
+ *   its workspace's on this worker), spending no attempt and holding no connection. It waits in process
+ *   while what it waits for keeps freeing slots here (TurnWaits, and WorkerShare's own), else parked in the
+ *   queue's delayed set. The release that makes room gives the next in line its turn (at the host, a slot
+ *   kept for it while two or more workspaces wait) and wakes it here, or promotes its job. No timer polls:
+ *   a parked job's own time is when room is certain without any release (the host's first slot expiry,
+ *   the breaker's end, the workspace's attempts here timing out), which only matters when the worker that
+ *   should have woken it died.
  */
 @Injectable()
 export class Admission implements OnModuleDestroy {
   private readonly share: WorkerShare;
+  private readonly turns: TurnWaits;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
   /** This worker's mean event-loop delay (ms) over the last reading's period, and when it was read. */
   private loopDelayMs = 0;
@@ -66,6 +71,8 @@ export class Admission implements OnModuleDestroy {
     private readonly caps: WebhookCaps,
   ) {
     this.share = new WorkerShare(config.workerConcurrency);
+    // A quarter of the slots may wait for turns, as a quarter is kept from any one workspace (WorkerShare).
+    this.turns = new TurnWaits(Math.max(1, Math.floor(config.workerConcurrency / 4)), IDLE_WAIT_MS);
     this.loopDelay.enable();
   }
 
@@ -89,7 +96,7 @@ export class Admission implements OnModuleDestroy {
     const { deliveryId, destination, webhookId, workspaceId } = job.data;
     const jobId = job.id ?? deliveryId;
     this.share.forget(workspaceId, jobId);
-    if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, SHARE_WAIT_MS))) {
+    if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, IDLE_WAIT_MS))) {
       // Every attempt this workspace holds here ends within the delivery timeout: room by then.
       await job.moveToDelayed(Date.now() + this.config.deliveryTimeoutMs + 1_000, token);
       if (this.share.park(workspaceId, jobId, destination)) await this.promote(destination, jobId);
@@ -108,6 +115,7 @@ export class Admission implements OnModuleDestroy {
     }
     if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now(), left: false };
     this.leaveShare(workspaceId);
+    if (await this.turns.wait(jobId, destination)) return this.enter(job, token);
     await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
     // Given its turn while it was still running here: that promote found nothing to move, so move itself.
     if (!(await this.host.inLine(destination, jobId).catch(() => true))) await this.promote(destination, jobId);
@@ -124,6 +132,7 @@ export class Admission implements OnModuleDestroy {
     ticket.left = true;
     this.leaveShare(ticket.workspaceId);
     const { destination, holder, webhookId, admittedAt } = ticket;
+    this.turns.released(destination);
     // A saturated worker is late to see every answer: that delay is ours, not the host's queueing.
     const latencyMs = Math.max(0, attempted.latencyMs - this.recentLoopDelayMs());
     void this.host
@@ -143,12 +152,14 @@ export class Admission implements OnModuleDestroy {
   }
 
   /**
-   * Promotes the woken waiters' jobs. A job that no longer exists (its webhook was removed) gives its turn
-   * back at once, which wakes the next; one running elsewhere comes to its turn by itself.
+   * Wakes the woken waiters waiting here, and promotes the others' jobs. A job that no longer exists (its
+   * webhook was removed) gives its turn back at once, which wakes the next; one running elsewhere comes to
+   * its turn by itself.
    */
   private async wake(woken: Woken[]): Promise<void> {
     await Promise.all(
       woken.map(async ({ destination, webhookId, jobId }) => {
+        if (this.turns.wake(jobId)) return;
         if ((await this.promote(destination, jobId)) || (await this.exists(destination, jobId))) return;
         const next = await this.host
           .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
