@@ -3,7 +3,15 @@ import { EventEmitter } from 'node:events';
 import { loadConfig } from '../config/config.js';
 import { RedisClients, type RedisConnectionName } from './redis.module.js';
 
-const NAMES: RedisConnectionName[] = ['rate-limit', 'health', 'queue', 'worker', 'maintenance', 'admission'];
+const NAMES: RedisConnectionName[] = [
+  'rate-limit',
+  'health',
+  'queue',
+  'worker',
+  'maintenance',
+  'admission',
+  'admission-wakes',
+];
 
 describe('RedisClients', () => {
   const clients = new RedisClients(loadConfig({ NODE_ENV: 'test', REDIS_URL: 'redis://127.0.0.1:6390' }));
@@ -26,6 +34,7 @@ describe('RedisClients', () => {
   it("keeps BullMQ's consumer waiting through a reconnect and the request path failing fast", () => {
     expect(clients.options('worker').maxRetriesPerRequest).toBeNull();
     expect(clients.options('maintenance').maxRetriesPerRequest).toBeNull();
+    expect(clients.options('admission-wakes').maxRetriesPerRequest).toBeNull();
     expect(clients.options('rate-limit')).toMatchObject({ enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     expect(clients.options('queue')).toMatchObject({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   });

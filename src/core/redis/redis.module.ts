@@ -21,6 +21,8 @@ const CONNECTIONS = {
   maintenance: { maxRetriesPerRequest: null },
   // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
   admission: { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
+  // Subscribed to the turns other workers give to jobs waiting here (ioredis subscribes again on reconnect).
+  'admission-wakes': { maxRetriesPerRequest: null },
 } satisfies Record<string, RedisOptions>;
 
 export type RedisConnectionName = keyof typeof CONNECTIONS;

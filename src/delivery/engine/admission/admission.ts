@@ -1,8 +1,9 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DelayedError, Job } from 'bullmq';
 import type { AppConfig } from '../../../core/config/config.js';
 import { APP_CONFIG } from '../../../core/config/config.module.js';
+import { RedisClients } from '../../../core/redis/redis.module.js';
 import { DELIVER_JOB, DeliveryQueue, type DeliverJobData } from '../../delivery-queue.js';
 import type { SendResult } from '../webhook-sender.js';
 import { HostAdmission, type Attempted, type HostSignal, type Woken } from './host-admission.js';
@@ -13,6 +14,8 @@ import { WorkerShare } from './worker-share.js';
 // A job waits in process (for its workspace's share here, or its turn at its host) while what it waits for
 // frees a slot at least this often; then it parks.
 const IDLE_WAIT_MS = 100;
+// However busy its host, a job waits in process for its turn at most this long (a wake that never came).
+const LONGEST_TURN_WAIT_MS = 1_000;
 // How often this worker's event-loop delay, which every answer's measured latency includes, is read.
 const LOOP_DELAY_EVERY_MS = 500;
 
@@ -56,9 +59,11 @@ export function signalOf(send: SendResult | undefined): HostSignal {
  *   should have woken it died.
  */
 @Injectable()
-export class Admission implements OnModuleDestroy {
+export class Admission implements OnModuleInit, OnModuleDestroy {
   private readonly share: WorkerShare;
   private readonly turns: TurnWaits;
+  /** Where a release tells the other workers of a turn it gave to a job running elsewhere. */
+  private readonly wakeChannel: string;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
   /** This worker's mean event-loop delay (ms) over the last reading's period, and when it was read. */
   private loopDelayMs = 0;
@@ -69,11 +74,24 @@ export class Admission implements OnModuleDestroy {
     private readonly host: HostAdmission,
     private readonly queue: DeliveryQueue,
     private readonly caps: WebhookCaps,
+    private readonly redis: RedisClients,
   ) {
     this.share = new WorkerShare(config.workerConcurrency);
     // A quarter of the slots may wait for turns, as a quarter is kept from any one workspace (WorkerShare).
-    this.turns = new TurnWaits(Math.max(1, Math.floor(config.workerConcurrency / 4)), IDLE_WAIT_MS);
+    this.turns = new TurnWaits(
+      Math.max(1, Math.floor(config.workerConcurrency / 4)),
+      IDLE_WAIT_MS,
+      LONGEST_TURN_WAIT_MS,
+    );
+    this.wakeChannel = `${config.queuePrefix}:admission:wake`;
     this.loopDelay.enable();
+  }
+
+  /** Not awaited: with Redis away the subscription waits for it (and is renewed on each reconnect). */
+  onModuleInit(): void {
+    const subscriber = this.redis.get('admission-wakes');
+    subscriber.on('message', (_channel: string, jobId: string) => this.turns.wake(jobId));
+    subscriber.subscribe(this.wakeChannel).catch(() => undefined);
   }
 
   onModuleDestroy(): void {
@@ -152,15 +170,19 @@ export class Admission implements OnModuleDestroy {
   }
 
   /**
-   * Wakes the woken waiters waiting here, and promotes the others' jobs. A job that no longer exists (its
-   * webhook was removed) gives its turn back at once, which wakes the next; one running elsewhere comes to
-   * its turn by itself.
+   * Wakes the woken waiters waiting here, and promotes the parked ones' jobs. One running elsewhere is told
+   * on the wake channel (a waiter in another worker wakes; one still parking finds its turn by itself). A
+   * job that no longer exists (its webhook was removed) gives its turn back at once, which wakes the next.
    */
   private async wake(woken: Woken[]): Promise<void> {
     await Promise.all(
       woken.map(async ({ destination, webhookId, jobId }) => {
-        if (this.turns.wake(jobId)) return;
-        if ((await this.promote(destination, jobId)) || (await this.exists(destination, jobId))) return;
+        if (this.turns.wake(jobId) || (await this.promote(destination, jobId))) return;
+        if (await this.exists(destination, jobId)) {
+          // Running: most likely waiting in another worker's process, which this message wakes.
+          await this.redis.get('admission').publish(this.wakeChannel, jobId);
+          return;
+        }
         const next = await this.host
           .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
           .catch(() => []);

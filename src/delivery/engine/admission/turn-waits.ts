@@ -4,9 +4,10 @@
  * fetch) and, with one workspace in line (no slot kept for it), often loses its turn to a job fetched
  * meanwhile and parks again. A waiter keeps waiting while its host frees slots here at least every
  * `idleMs` (a busy host with answering receivers); a host that frees none (hanging receivers) sends its
- * waiters to park. At most `most` jobs wait at once, so most of the worker's slots still fetch and park,
- * and the queue keeps moving past one host's backlog. Per worker process: a turn given by another
- * worker's release reaches a waiter here only when it parks (Admission checks its place in line then).
+ * waiters to park, and so does `longestMs` of waiting (a wake that never came: Admission then finds the
+ * turn by the job's place in line). At most `most` jobs wait at once, so most of the worker's slots
+ * still fetch and park, and the queue keeps moving past one host's backlog. Per worker process; another
+ * worker's release reaches a waiter here through Admission.
  */
 export class TurnWaits {
   private readonly waiters = new Map<string, () => void>();
@@ -16,17 +17,19 @@ export class TurnWaits {
   constructor(
     private readonly most: number,
     private readonly idleMs: number,
+    private readonly longestMs: number,
   ) {}
 
   /**
    * Waits for the job's turn; true when it was given (wake), false at once when `most` jobs wait already,
-   * or once the host has freed no slot here for `idleMs`.
+   * or once the host has freed no slot here for `idleMs`, or after `longestMs`.
    */
   wait(jobId: string, destination: string): Promise<boolean> {
     if (this.waiters.size >= this.most || this.waiters.has(jobId)) return Promise.resolve(false);
     const host = this.hosts.get(destination) ?? { waiters: 0, releasedAt: Date.now() };
     host.waiters++;
     this.hosts.set(destination, host);
+    const startedAt = Date.now();
     return new Promise((resolve) => {
       const end = (woken: boolean) => {
         clearTimeout(timer);
@@ -35,8 +38,10 @@ export class TurnWaits {
         resolve(woken);
       };
       const giveUp = () => {
-        const idle = Date.now() - host.releasedAt;
-        if (idle < this.idleMs) timer = setTimeout(giveUp, this.idleMs - idle);
+        const now = Date.now();
+        const idle = now - host.releasedAt;
+        const left = this.longestMs - (now - startedAt);
+        if (idle < this.idleMs && left > 0) timer = setTimeout(giveUp, Math.min(this.idleMs - idle, left));
         else end(false);
       };
       let timer = setTimeout(giveUp, this.idleMs);
