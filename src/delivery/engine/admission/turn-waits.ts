@@ -1,3 +1,5 @@
+import { idleBoundedWait } from './idle-bounded-wait.js';
+
 /**
  * Jobs turned away at their host that wait in this worker for the release giving them their turn, instead
  * of parking in the queue's delayed set at once. A parked job costs three queue scripts (park, promote,
@@ -29,24 +31,16 @@ export class TurnWaits {
     const host = this.hosts.get(destination) ?? { waiters: 0, releasedAt: Date.now() };
     host.waiters++;
     this.hosts.set(destination, host);
-    const startedAt = Date.now();
-    return new Promise((resolve) => {
-      const end = (woken: boolean) => {
-        clearTimeout(timer);
-        this.waiters.delete(jobId);
-        if (--host.waiters === 0) this.hosts.delete(destination);
-        resolve(woken);
-      };
-      const giveUp = () => {
-        const now = Date.now();
-        const idle = now - host.releasedAt;
-        const left = this.longestMs - (now - startedAt);
-        if (idle < this.idleMs && left > 0) timer = setTimeout(giveUp, Math.min(this.idleMs - idle, left));
-        else end(false);
-      };
-      let timer = setTimeout(giveUp, this.idleMs);
-      this.waiters.set(jobId, () => end(true));
+    const end = () => {
+      this.waiters.delete(jobId);
+      if (--host.waiters === 0) this.hosts.delete(destination);
+    };
+    const { turn, wake } = idleBoundedWait(() => host.releasedAt, this.idleMs, this.longestMs, end);
+    this.waiters.set(jobId, () => {
+      end();
+      wake();
     });
+    return turn;
   }
 
   /** One of the host's slots was freed here: its waiters' turns are coming. */

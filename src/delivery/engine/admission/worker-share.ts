@@ -1,3 +1,5 @@
+import { idleBoundedWait } from './idle-bounded-wait.js';
+
 /** A parked job to promote, and its host. */
 export interface Parked {
   jobId: string;
@@ -14,7 +16,7 @@ export interface Parked {
  */
 export class WorkerShare {
   private readonly held = new Map<string, number>();
-  private readonly queued = new Map<string, ((admitted: boolean) => void)[]>();
+  private readonly queued = new Map<string, (() => void)[]>();
   /** Per workspace, its parked jobs' ids with their hosts (a job's queue is its host's shard). */
   private readonly parked = new Map<string, Map<string, string>>();
   /** When each workspace holding slots last freed one. */
@@ -38,28 +40,21 @@ export class WorkerShare {
    * true when it got one, false once `ms` passed without the workspace freeing any.
    */
   waitTurn(workspaceId: string, ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const queue = this.queued.get(workspaceId) ?? [];
-      const giveUp = () => {
-        const idle = Date.now() - (this.freedAt.get(workspaceId) ?? 0);
-        if (idle < ms) {
-          timer = setTimeout(giveUp, ms - idle);
-          return;
-        }
-        const index = queue.indexOf(turn);
+    const queue = this.queued.get(workspaceId) ?? [];
+    const { turn, wake } = idleBoundedWait(
+      () => this.freedAt.get(workspaceId) ?? 0,
+      ms,
+      Infinity,
+      () => {
+        const index = queue.indexOf(wake);
         if (index >= 0) queue.splice(index, 1);
         if (queue.length === 0) this.queued.delete(workspaceId);
         if (!this.held.has(workspaceId) && !this.queued.has(workspaceId)) this.freedAt.delete(workspaceId);
-        resolve(false);
-      };
-      let timer = setTimeout(giveUp, ms);
-      const turn = (admitted: boolean) => {
-        clearTimeout(timer);
-        resolve(admitted);
-      };
-      queue.push(turn);
-      this.queued.set(workspaceId, queue);
-    });
+      },
+    );
+    queue.push(wake);
+    this.queued.set(workspaceId, queue);
+    return turn;
   }
 
   /** Gives the slot back: to a job of the workspace waiting in process, else names a parked one to wake. */
@@ -76,7 +71,7 @@ export class WorkerShare {
       const turn = queue.shift()!;
       if (queue.length === 0) this.queued.delete(workspaceId);
       this.take(workspaceId);
-      turn(true);
+      turn();
       return undefined;
     }
     const next = this.parked.get(workspaceId)?.entries().next().value;
