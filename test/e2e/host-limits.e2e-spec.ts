@@ -4,8 +4,9 @@ import { setupWebhook, submit } from '../support/delivery.js';
 import { client, registerWebhook } from '../support/management-api.js';
 
 // A host's adaptive limit (DESIGN 5, "Isolation and admission") against real local receivers: it grows
-// for a host that answers 2xx at steady latency, is cut for one that answers 503 when overloaded, and
-// the per-webhook cap holds whatever the host's limit.
+// for a host that answers 2xx at steady latency, is cut for one that answers 503 when overloaded, comes
+// back to the initial limit for one that answers other errors promptly, and the per-webhook cap holds
+// whatever the host's limit.
 
 /** One workspace with `count` webhooks at `url`, all bound to one calculator: a submission makes one delivery each. */
 async function webhooksAt(t: TestApp, url: string, count: number) {
@@ -113,6 +114,30 @@ describe('a host that answers 503 whenever more than 10 requests are open', () =
     expect(over / later.length).toBeLessThan(0.1);
     const health = (await client(ctx.t, hooks.key).get(`/webhooks/${hooks.ids[0]}/health`)).body.data;
     expect(health.host.limit).toBeLessThanOrEqual(2 * N);
+  }, 120_000);
+});
+
+describe('a host cut once, that answers 500 at a steady 100 ms from then on', () => {
+  const { ctx, start } = useApp({ DELIVERY_RETRY_SCHEDULE: '100ms,100ms' });
+
+  it('gets its limit back to the initial 20 on those answers, and no further without a 2xx', async () => {
+    // The first requests overload it (503): the limit is cut; then it rejects everything, promptly.
+    const receiver = await start((_request, index) => (index < 10 ? { status: 503 } : { status: 500, delayMs: 100 }));
+    const hooks = await webhooksAt(ctx.t, receiver.url, 20);
+    // From /metrics, which no rate limit bounds, as the polls below are many.
+    const pattern = new RegExp(
+      `^webhook_host_concurrency_limit\\{host="${new URL(receiver.url).host}"\\} (\\d+)$`,
+      'm',
+    );
+    const hostLimit = async () => Number(pattern.exec(await (await fetch(ctx.metricsUrl)).text())?.[1]);
+    await hooks.submitMany(20);
+    await waitFor(async () => (await hostLimit()) < 20, 10_000, 'the limit to be cut');
+    await waitFor(async () => (await hostLimit()) === 20, 30_000, 'the limit to grow back to 20');
+    await waitFor(async () => (await statuses(ctx.t, hooks.ids)).failed === 400, 60_000, 'every delivery to fail');
+    expect(await hostLimit()).toBe(20);
+    const health = (await client(ctx.t, hooks.key).get(`/webhooks/${hooks.ids[0]}/health`)).body.data;
+    expect(health.host).toMatchObject({ limit: 20, lastChange: { reason: 'growth' } });
+    expect(receiver.maxOpen).toBeLessThanOrEqual(20);
   }, 120_000);
 });
 

@@ -43,7 +43,7 @@ export interface Entering {
 export type HostAnswer = number;
 
 /**
- * What an attempt showed of its host: a 2xx (`ok`, its latency a sample), another answer, an overload
+ * What an attempt showed of its host: a 2xx (`ok`), another answer (both latency samples), an overload
  * signal (DropReason), or nothing (`other`: not sent, or failed in a way that says nothing of the host).
  */
 export type HostSignal = 'ok' | 'answered' | DropReason | 'other';
@@ -65,7 +65,7 @@ interface Leaving extends Attempted {
 const KEY_TTL_MS = 3_600_000;
 // A window is at least this long, so a 1 ms receiver's limit does not move on every batch.
 const MIN_WINDOW_MS = 100;
-// And holds at least this many 2xx answers (or the limit's worth, when lower): Netflix's WindowedLimit windowSize.
+// And holds at least this many answers (or the limit's worth, when lower): Netflix's WindowedLimit windowSize.
 const MIN_SAMPLES = 10;
 const MAX_BATCH = 500;
 // Calls out at once per script: a batch need not wait for the previous one's round trip.
@@ -137,12 +137,13 @@ export class HostAdmission {
 
   /** Computes and sets the limit a closed window calls for; returns the waiters its room gives a turn to. */
   private async decide(destination: string, closed: string[]): Promise<Woken[]> {
-    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling, minRttLoad] = closed;
+    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling, minRttLoad, okSamples] = closed;
     const decision = decideLimit(
       {
         limit: Number(limit),
         peakInFlight: Number(peak),
         samples: Number(samples),
+        okSamples: Number(okSamples),
         latencySumMs: Number(latencySum),
         latencyMinMs: Number(latencyMin),
         drop: drop === '' ? null : (drop as DropReason),

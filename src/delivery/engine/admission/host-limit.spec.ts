@@ -1,12 +1,13 @@
 import { decideLimit, type HostWindow } from './host-limit.js';
 
-const BOUNDS = { min: 1, max: 1000 };
+const BOUNDS = { initial: 20, min: 1, max: 1000 };
 
 /** A window of a host answering 2xx in `latencyMs` (each sample alike), its limit in use. */
 const window = (over: Partial<HostWindow> = {}): HostWindow => ({
   limit: 20,
   peakInFlight: 20,
   samples: 20,
+  okSamples: 20,
   latencySumMs: 20 * 250,
   latencyMinMs: 250,
   drop: null,
@@ -58,7 +59,9 @@ describe('decideLimit', () => {
 
   it('cuts on an overload signal even when the latencies looked fine, never below the minimum', () => {
     expect(decideLimit(window({ limit: 1, drop: '503' }), BOUNDS)).toMatchObject({ limit: 1, reason: null });
-    expect(decideLimit(window({ limit: 3, drop: 'timeout', samples: 0 }), { min: 2, max: 10 })).toMatchObject({
+    expect(
+      decideLimit(window({ limit: 3, drop: 'timeout', samples: 0 }), { initial: 5, min: 2, max: 10 }),
+    ).toMatchObject({
       limit: 2,
     });
   });
@@ -126,7 +129,24 @@ describe('decideLimit', () => {
     expect(decideLimit(fast, BOUNDS).minRttMs).toBe(3);
   });
 
-  it('learns the recent minimum from the first window, and holds a window without 2xx', () => {
+  it('grows a host whose answers are not 2xx back to the initial limit, and no further', () => {
+    // Cut to 4 once; since then the receiver answers 500 at its usual latency.
+    const rejecting = (limit: number) =>
+      window({ limit, peakInFlight: limit, okSamples: 0, latencySumMs: 20 * 370, ceiling: 8 });
+    expect(decideLimit(rejecting(4), BOUNDS)).toMatchObject({ limit: 5, reason: 'growth' });
+    expect(decideLimit(rejecting(19), BOUNDS)).toMatchObject({ limit: 20, reason: 'growth' });
+    expect(decideLimit(rejecting(20), BOUNDS)).toMatchObject({ limit: 20, reason: null });
+    // One 2xx in the window: it shows room, so the limit grows past the initial one as before.
+    expect(decideLimit(window({ ...rejecting(20), okSamples: 1 }), BOUNDS).limit).toBeGreaterThan(20);
+    // A limit above the initial one (grown on 2xx before) is not cut by answers that are not 2xx.
+    expect(decideLimit(rejecting(40), BOUNDS)).toMatchObject({ limit: 40, reason: null });
+    // Their latency still tells queueing: cut as a 2xx window would be.
+    expect(decideLimit(window({ ...rejecting(19), latencySumMs: 20 * 700 }), BOUNDS)).toMatchObject({
+      reason: 'latency',
+    });
+  });
+
+  it('learns the recent minimum from the first window, and holds a window without answers', () => {
     expect(decideLimit(window({ minRttMs: null, latencySumMs: 20 * 400 }), BOUNDS)).toEqual({
       limit: 25,
       minRttMs: 250,

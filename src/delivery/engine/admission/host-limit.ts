@@ -3,16 +3,20 @@
  *
  * The rule: AIMD on overload signals, a latency gradient against the recent minimum otherwise, and a
  * slow start. A window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round
- * trip. It also holds ten 2xx answers, or the limit's worth when that is fewer (Netflix's WindowedLimit
+ * trip. It also holds ten answers, or the limit's worth when that is fewer (Netflix's WindowedLimit
  * windowSize): a host that sees a few attempts a second is judged on enough of them, every few seconds,
- * rather than on each answer alone.
+ * rather than on each answer alone. An answer is any status but 429 and 503 (overload signals): a 4xx or
+ * 5xx measures the host's queueing as a 2xx does. Only 2xx answers show spare capacity, though: a window
+ * without one grows the limit back to DELIVERY_HOST_INITIAL_LIMIT at most (a receiver that rejects
+ * everything is not stuck at a cut limit for good, and one that fails fast under load gets no more than a
+ * new host would).
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
  *   timeout while the host answered others at its usual latency (since the attempt was admitted, which
  *   the Lua checks, or in the same window) is that request's own (a receiver that hangs on some
  *   requests), not the host's load: the limit holds, and the breaker does not count it.
- * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
+ * - Else the window's mean latency is compared to the host's recent minimum (Vegas' no-load
  *   latency, Envoy's minRTT). Well above it (twice it, plus a slack for our own event loop, which a
  *   saturated worker adds to every answer's latency), the host is queueing: the limit is cut in proportion, by at most half
  *   (Gradient2's and Envoy's gradient).
@@ -44,13 +48,15 @@ export interface HostWindow {
   limit: number;
   /** Most attempts in flight at the host during the window. */
   peakInFlight: number;
-  /** 2xx answers in the window, the sum and the least of their latencies (ms). */
+  /** Answers (not 429 or 503) in the window, the sum and the least of their latencies (ms). */
   samples: number;
+  /** How many of them were 2xx. */
+  okSamples: number;
   latencySumMs: number;
   latencyMinMs: number;
   /** The overload signal that closed the window, if one did. */
   drop: DropReason | null;
-  /** The host's recent minimum latency, null before its first 2xx. */
+  /** The host's recent minimum latency, null before its first answer. */
   minRttMs: number | null;
   /** The most attempts in flight in the window the recent minimum was taken in. */
   minRttLoad: number | null;
@@ -59,6 +65,7 @@ export interface HostWindow {
 }
 
 export interface LimitBounds {
+  initial: number;
   min: number;
   max: number;
 }
@@ -113,7 +120,9 @@ export function growthStep(limit: number, ceiling: number | null): number {
 export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecision {
   const minimum = nextMinRtt(window);
   const decided = (limit: number, reason: LimitReason, ceiling = window.ceiling): LimitDecision => {
-    const next = clamp(limit, bounds);
+    // Without a 2xx, growth goes no further than where every host starts (or than the limit already is).
+    const most = window.okSamples > 0 ? limit : Math.min(limit, Math.max(window.limit, bounds.initial));
+    const next = clamp(reason === 'growth' ? most : limit, bounds);
     const kept = ceiling !== null && next < ceiling * 2 ? ceiling : null;
     return { limit: next, ...minimum, ceiling: kept, reason: next === window.limit ? null : reason };
   };
