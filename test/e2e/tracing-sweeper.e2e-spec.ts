@@ -3,6 +3,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { createId } from '@paralleldrive/cuid2';
+import { registerTracing } from '../../src/core/tracing/tracing.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
@@ -16,9 +17,7 @@ describe('tracing of re-enqueued deliveries (in-process, in-memory exporter)', (
   let receiver: Receiver;
 
   beforeAll(async () => {
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-    trace.setGlobalTracerProvider(provider);
+    registerTracing(provider, new AsyncLocalStorageContextManager().enable(), new W3CTraceContextPropagator());
     receiver = await Receiver.start();
     t = await createTestApp({ WORKER_ENABLED: 'true', SWEEP_INTERVAL_MS: '200' });
   }, 60_000);

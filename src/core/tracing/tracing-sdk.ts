@@ -1,4 +1,3 @@
-import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -16,6 +15,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { createRequire } from 'node:module';
+import { registerTracing } from './tracing.js';
 
 /** Which process exports: the service name in the trace viewer, unless OTEL_SERVICE_NAME names another. */
 export type TracedProcess = 'api' | 'worker';
@@ -67,9 +67,7 @@ export function startSdk(process: TracedProcess, sampleRatio: number): () => Pro
     }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
   });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
+  registerTracing(provider, new AsyncLocalStorageContextManager().enable(), new W3CTraceContextPropagator());
   registerInstrumentations({ instrumentations: instrumentations(process), tracerProvider: provider });
   // The instrumentations hook require(), not import: ioredis is imported by ESM code only (ours, BullMQ's
   // ESM build), so it is required once here to be patched; the import shares its (CommonJS) exports.

@@ -1,12 +1,16 @@
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
   type Attributes,
+  type ContextManager,
   type Span,
+  type TextMapPropagator,
+  type TracerProvider,
 } from '@opentelemetry/api';
 import type { AppConfig } from '../config/config.js';
 import type { TracedProcess } from './tracing-sdk.js';
@@ -18,6 +22,22 @@ export type TraceCarrier = Record<string, string>;
 const tracer = trace.getTracer('calc-webhooks');
 
 let stop: (() => Promise<void>) | undefined;
+/** Whether an SDK registered its provider (registerTracing): until then `inSpan` makes no span. */
+let registered = false;
+// What `inSpan` hands its function while tracing is off: a span that records nothing.
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Makes an SDK's provider, context manager and propagator the API's globals (startSdk, and tests). */
+export function registerTracing(
+  provider: TracerProvider,
+  contextManager: ContextManager,
+  propagator: TextMapPropagator,
+): void {
+  context.setGlobalContextManager(contextManager);
+  propagation.setGlobalPropagator(propagator);
+  trace.setGlobalTracerProvider(provider);
+  registered = true;
+}
 
 /**
  * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true); off, nothing
@@ -42,6 +62,8 @@ export function inSpan<T>(
   fn: (span: Span) => Promise<T>,
   options: { kind?: SpanKind; parent?: TraceCarrier; root?: boolean } = {},
 ): Promise<T> {
+  // Off, a no-op span would still cost a promise and a context switch per call (a delivery makes five).
+  if (!registered) return fn(NO_SPAN);
   const parent = options.parent ? propagation.extract(ROOT_CONTEXT, options.parent) : context.active();
   return tracer.startActiveSpan(name, { kind: options.kind, attributes, root: options.root }, parent, async (span) => {
     try {
