@@ -141,6 +141,44 @@ describe('a host cut once, that answers 500 at a steady 100 ms from then on', ()
   }, 120_000);
 });
 
+describe('a host where some webhooks answer 400 at once and the others 200 after 300 ms', () => {
+  const { ctx, start } = useApp({ DELIVERY_RETRY_SCHEDULE: '100ms' });
+
+  it("grows on the 200s' steady latency: the fast 400s do not make it look like queueing", async () => {
+    const rejected = new Set<string>();
+    const receiver = await start((request) =>
+      rejected.has((JSON.parse(request.body) as { webhookId: string }).webhookId)
+        ? { status: 400 }
+        : { status: 200, delayMs: 300 },
+    );
+    const hooks = await webhooksAt(ctx.t, receiver.url, 20);
+    for (const id of hooks.ids.slice(0, 10)) rejected.add(id);
+    // Every reason the host's limit changed for while the deliveries went, read from /metrics.
+    const changed = new RegExp(
+      `^webhook_host_limit_last_change_timestamp_seconds\\{host="${new URL(receiver.url).host}",reason="(\\w+)"\\}`,
+      'm',
+    );
+    const reasons = new Set<string>();
+    await hooks.submitMany(30);
+    await waitFor(
+      async () => {
+        const reason = changed.exec(await (await fetch(ctx.metricsUrl)).text())?.[1];
+        if (reason) reasons.add(reason);
+        return (await statuses(ctx.t, hooks.ids)).pending === undefined;
+      },
+      60_000,
+      'every delivery',
+    );
+    expect(await statuses(ctx.t, hooks.ids)).toEqual({ succeeded: 300, failed: 300 });
+    expect([...reasons]).toEqual(['growth']);
+    // The 200s' webhooks alone could hold 10 x 20 open: the limit grew past its initial 20.
+    expect(receiver.maxOpen).toBeGreaterThan(20);
+    const health = (await client(ctx.t, hooks.key).get(`/webhooks/${hooks.ids[10]}/health`)).body.data;
+    expect(health.host.limit).toBeGreaterThan(20);
+    expect(health.host.lastChange.reason).not.toBe('latency');
+  }, 120_000);
+});
+
 describe('the per-webhook cap', () => {
   const { ctx, start } = useApp({ DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '3' });
 

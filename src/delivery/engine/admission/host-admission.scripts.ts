@@ -251,15 +251,15 @@ export const ENTER = `${HOST}
  * Ends attempts: per attempt holder, webhook id, signal, latency (ms) and admission time; ARGV after the
  * common five: breaker threshold, breaker cooldown, min limit, min window (ms), max limit, min samples. Frees the slot, adds what
  * the attempt showed to the host's window, feeds the breaker (its other end sets the limit to the
- * minimum), and gives the room to the line. Signals: 'ok' (2xx) and 'answered' (any other status) add a
- * latency sample (slow start past the initial limit takes 'ok' only); '429', '503',
+ * minimum), and gives the room to the line. Signals: 'ok' (2xx) adds a latency sample, 'answered' (any
+ * other status) counts as an answer only; '429', '503',
  * 'refused', 'reset', 'timeout' close the window at once unless the attempt was admitted before the last
  * cut (it says nothing of the cut limit) or, for a timeout, the host answered promptly since the attempt
  * was admitted; a window also closes once it is a recent minimum latency old (at least the min window)
  * and holds min samples answers, or as many as the limit when that is fewer.
  * 'timeout' (not so excused) counts towards opening the breaker, an answer closes it. Answers
  * per attempt the closed window, if any, for decideLimit: epoch, limit, peak, samples, latency sum,
- * latency min, drop, recent minimum, ceiling, the recent minimum's load, 2xx samples.
+ * latency min, drop, recent minimum, ceiling, the recent minimum's load, other answers.
  */
 export const LEAVE = `${HOST}
   local threshold = tonumber(ARGV[6])
@@ -276,30 +276,46 @@ export const LEAVE = `${HOST}
     local closed = redis.call('EXISTS', breaker) == 0
     local function restart()
       local epoch = redis.call('HINCRBY', state, 'epoch', 1)
-      redis.call('HSET', state, 'wstart', now, 'wcount', 0, 'wok', 0, 'wsum', 0, 'wpeak', host.count)
+      redis.call('HSET', state, 'wstart', now, 'wcount', 0, 'wother', 0, 'wsum', 0, 'wpeak', host.count)
       redis.call('HDEL', state, 'wmin')
       return epoch
     end
     local function closeWindow(drop)
       local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling', 'minrtt_load',
-        'wok')
+        'wother')
       local epoch = restart()
       if drop ~= '' then redis.call('HSET', state, 'cut_at', now) end
       return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '',
         w[8] or '', w[9] or '0' }
+    end
+    -- A window closes once it is old enough and holds enough answers (minSamples, or the limit's worth).
+    local function full(wstart, answers, limit, minRtt)
+      if not wstart then
+        redis.call('HSET', state, 'wstart', now)
+        return false
+      end
+      -- A host with few answers keeps its window open until it has enough to judge: a decision per answer
+      -- would be noise, and a script call per delivery at a host that sees a few a second.
+      if answers < math.min(minSamples, limit) then return false end
+      return now - tonumber(wstart) >= math.max(tonumber(minRtt or '0'), minWindow)
     end
     local function sample(signal, latency, admittedAt, excused)
       if DROPS[signal] then
         if excused or tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
         return closeWindow(signal)
       end
-      -- Any answer but 429 and 503 is a latency sample; only a 2xx shows room past the initial limit.
-      if signal ~= 'ok' and signal ~= 'answered' then return {} end
-      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt', 'ceiling', 'limit')
+      -- Another answer (not 2xx, 429 or 503) is no latency sample (an error may come faster or slower than
+      -- the host's real work); it counts as an answer, so a host answering only errors still closes windows.
+      if signal == 'answered' then
+        local w = redis.call('HMGET', state, 'wstart', 'wcount', 'minrtt', 'limit')
+        local answers = redis.call('HINCRBY', state, 'wother', 1) + tonumber(w[2] or '0')
+        if full(w[1], answers, tonumber(w[4] or initial), w[3]) then return closeWindow('') end
+        return {}
+      end
+      if signal ~= 'ok' then return {} end
+      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt', 'ceiling', 'limit', 'wother')
       local ms = tonumber(latency)
       local samples = redis.call('HINCRBY', state, 'wcount', 1)
-      local most = maxLimit
-      if signal == 'ok' then redis.call('HINCRBY', state, 'wok', 1) else most = tonumber(initial) end
       redis.call('HINCRBY', state, 'wsum', ms)
       if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
       local limit = tonumber(w[5] or initial)
@@ -308,18 +324,11 @@ export const LEAVE = `${HOST}
       if ms <= fastest * 2 + 100 then redis.call('HSET', state, 'prompt_at', now) end
       -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
       -- fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
-      if not w[4] and limit < most and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
+      if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
         redis.call('HSET', state, 'limit', limit + 1, 'reason', 'growth', 'changed_at', now)
       end
-      if not w[1] then
-        redis.call('HSET', state, 'wstart', now)
-        return {}
-      end
-      -- A host with few answers keeps its window open until it has enough to judge: a decision per answer
-      -- would be noise, and a script call per delivery at a host that sees a few a second.
-      if samples < math.min(minSamples, limit) then return {} end
-      if now - tonumber(w[1]) < math.max(tonumber(w[3] or '0'), minWindow) then return {} end
-      return closeWindow('')
+      if full(w[1], samples + tonumber(w[6] or '0'), limit, w[3]) then return closeWindow('') end
+      return {}
     end
     local function release(holder, webhookId, signal, latency, admittedAt)
       local window = {}

@@ -43,7 +43,7 @@ export interface Entering {
 export type HostAnswer = number;
 
 /**
- * What an attempt showed of its host: a 2xx (`ok`), another answer (both latency samples), an overload
+ * What an attempt showed of its host: a 2xx (`ok`, its latency a sample), another answer, an overload
  * signal (DropReason), or nothing (`other`: not sent, or failed in a way that says nothing of the host).
  */
 export type HostSignal = 'ok' | 'answered' | DropReason | 'other';
@@ -137,13 +137,14 @@ export class HostAdmission {
 
   /** Computes and sets the limit a closed window calls for; returns the waiters its room gives a turn to. */
   private async decide(destination: string, closed: string[]): Promise<Woken[]> {
-    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling, minRttLoad, okSamples] = closed;
+    const [epoch, limit, peak, samples, latencySum, latencyMin, drop, minRtt, ceiling, minRttLoad, otherAnswers] =
+      closed;
     const decision = decideLimit(
       {
         limit: Number(limit),
         peakInFlight: Number(peak),
         samples: Number(samples),
-        okSamples: Number(okSamples),
+        otherAnswers: Number(otherAnswers),
         latencySumMs: Number(latencySum),
         latencyMinMs: Number(latencyMin),
         drop: drop === '' ? null : (drop as DropReason),

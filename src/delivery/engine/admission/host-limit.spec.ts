@@ -7,7 +7,7 @@ const window = (over: Partial<HostWindow> = {}): HostWindow => ({
   limit: 20,
   peakInFlight: 20,
   samples: 20,
-  okSamples: 20,
+  otherAnswers: 0,
   latencySumMs: 20 * 250,
   latencyMinMs: 250,
   drop: null,
@@ -129,21 +129,31 @@ describe('decideLimit', () => {
     expect(decideLimit(fast, BOUNDS).minRttMs).toBe(3);
   });
 
-  it('grows a host whose answers are not 2xx back to the initial limit, and no further', () => {
-    // Cut to 4 once; since then the receiver answers 500 at its usual latency.
+  it('grows a limit cut below the initial one back towards it on answers that are not 2xx, and no further', () => {
+    // Cut to 4 once (ceiling 8); since then the receiver answers 500: no 2xx, so no latency to judge by.
     const rejecting = (limit: number) =>
-      window({ limit, peakInFlight: limit, okSamples: 0, latencySumMs: 20 * 370, ceiling: 8 });
-    expect(decideLimit(rejecting(4), BOUNDS)).toMatchObject({ limit: 5, reason: 'growth' });
+      window({
+        limit,
+        peakInFlight: limit,
+        samples: 0,
+        latencySumMs: 0,
+        latencyMinMs: 0,
+        otherAnswers: 10,
+        ceiling: 8,
+      });
+    expect(decideLimit(rejecting(4), BOUNDS)).toMatchObject({ limit: 5, reason: 'growth', minRttMs: 250 });
     expect(decideLimit(rejecting(19), BOUNDS)).toMatchObject({ limit: 20, reason: 'growth' });
     expect(decideLimit(rejecting(20), BOUNDS)).toMatchObject({ limit: 20, reason: null });
-    // One 2xx in the window: it shows room, so the limit grows past the initial one as before.
-    expect(decideLimit(window({ ...rejecting(20), okSamples: 1 }), BOUNDS).limit).toBeGreaterThan(20);
-    // A limit above the initial one (grown on 2xx before) is not cut by answers that are not 2xx.
+    // A limit above the initial one (grown on 2xx before) holds: errors show no room.
     expect(decideLimit(rejecting(40), BOUNDS)).toMatchObject({ limit: 40, reason: null });
-    // Their latency still tells queueing: cut as a 2xx window would be.
-    expect(decideLimit(window({ ...rejecting(19), latencySumMs: 20 * 700 }), BOUNDS)).toMatchObject({
-      reason: 'latency',
-    });
+    // No answer at all (nothing came back): it holds.
+    expect(decideLimit(window({ ...rejecting(4), otherAnswers: 0 }), BOUNDS)).toMatchObject({ limit: 4, reason: null });
+  });
+
+  it('judges latency on 2xx answers alone, whatever errors came beside them', () => {
+    // 2xx at 250 ms beside fast 410s from removed hooks at the same host: grows as 2xx alone would.
+    const mixed = window({ limit: 40, peakInFlight: 40, latencySumMs: 20 * 370, otherAnswers: 30 });
+    expect(decideLimit(mixed, BOUNDS)).toEqual(decideLimit(window({ ...mixed, otherAnswers: 0 }), BOUNDS));
   });
 
   it('learns the recent minimum from the first window, and holds a window without answers', () => {

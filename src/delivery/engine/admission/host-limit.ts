@@ -5,18 +5,20 @@
  * slow start. A window lasts one recent-minimum latency (at least 100 ms): TCP's one update per round
  * trip. It also holds ten answers, or the limit's worth when that is fewer (Netflix's WindowedLimit
  * windowSize): a host that sees a few attempts a second is judged on enough of them, every few seconds,
- * rather than on each answer alone. An answer is any status but 429 and 503 (overload signals): a 4xx or
- * 5xx measures the host's queueing as a 2xx does. Only 2xx answers show spare capacity, though: a window
- * without one grows the limit back to DELIVERY_HOST_INITIAL_LIMIT at most (a receiver that rejects
- * everything is not stuck at a cut limit for good, and one that fails fast under load gets no more than a
- * new host would).
+ * rather than on each answer alone. Latency is that of 2xx answers only: an error may come faster or
+ * slower than the host's real work (a removed hook's 410 at once beside live hooks' 200s at the same
+ * host), so it would mislead the minimum.
+ * - A window of answers none of which is 2xx (and no overload signal) says the host answers, not how
+ *   loaded it is: a limit below DELIVERY_HOST_INITIAL_LIMIT grows back towards it by the usual step, and
+ *   no further (a receiver that rejects everything is not held at a cut limit for good, and one that fails
+ *   fast under load gets no more than a new host would).
  * - A 429, a 503, a refused or reset connection or a timeout halves the limit at once (TCP's
  *   multiplicative decrease: the host said it is overloaded, so there is no waiting for a window of
  *   latencies); once per window, as attempts begun before the cut say nothing of the new limit. A
  *   timeout while the host answered others at its usual latency (since the attempt was admitted, which
  *   the Lua checks, or in the same window) is that request's own (a receiver that hangs on some
  *   requests), not the host's load: the limit holds, and the breaker does not count it.
- * - Else the window's mean latency is compared to the host's recent minimum (Vegas' no-load
+ * - Else the window's mean 2xx latency is compared to the host's recent minimum (Vegas' no-load
  *   latency, Envoy's minRTT). Well above it (twice it, plus a slack for our own event loop, which a
  *   saturated worker adds to every answer's latency), the host is queueing: the limit is cut in proportion, by at most half
  *   (Gradient2's and Envoy's gradient).
@@ -48,15 +50,15 @@ export interface HostWindow {
   limit: number;
   /** Most attempts in flight at the host during the window. */
   peakInFlight: number;
-  /** Answers (not 429 or 503) in the window, the sum and the least of their latencies (ms). */
+  /** 2xx answers in the window, the sum and the least of their latencies (ms). */
   samples: number;
-  /** How many of them were 2xx. */
-  okSamples: number;
+  /** Other answers in the window (any status but 2xx, 429 and 503): the host answered, at no known load. */
+  otherAnswers: number;
   latencySumMs: number;
   latencyMinMs: number;
   /** The overload signal that closed the window, if one did. */
   drop: DropReason | null;
-  /** The host's recent minimum latency, null before its first answer. */
+  /** The host's recent minimum latency, null before its first 2xx. */
   minRttMs: number | null;
   /** The most attempts in flight in the window the recent minimum was taken in. */
   minRttLoad: number | null;
@@ -120,9 +122,7 @@ export function growthStep(limit: number, ceiling: number | null): number {
 export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecision {
   const minimum = nextMinRtt(window);
   const decided = (limit: number, reason: LimitReason, ceiling = window.ceiling): LimitDecision => {
-    // Without a 2xx, growth goes no further than where every host starts (or than the limit already is).
-    const most = window.okSamples > 0 ? limit : Math.min(limit, Math.max(window.limit, bounds.initial));
-    const next = clamp(reason === 'growth' ? most : limit, bounds);
+    const next = clamp(limit, bounds);
     const kept = ceiling !== null && next < ceiling * 2 ? ceiling : null;
     return { limit: next, ...minimum, ceiling: kept, reason: next === window.limit ? null : reason };
   };
@@ -134,7 +134,11 @@ export function decideLimit(window: HostWindow, bounds: LimitBounds): LimitDecis
   const prompt = window.samples > 0 && meanMs <= queueing;
   if (window.drop === 'timeout' && prompt) return decided(window.limit, 'timeout');
   if (window.drop) return decided(window.limit * BACKOFF, window.drop, window.limit);
-  if (window.samples === 0) return decided(window.limit, 'growth');
+  if (window.samples === 0) {
+    if (window.otherAnswers === 0 || window.limit >= bounds.initial) return decided(window.limit, 'growth');
+    const step = growthStep(window.limit, window.ceiling);
+    return decided(Math.min(bounds.initial, window.limit + step), 'growth');
+  }
   if (meanMs > queueing) {
     const cut = Math.min(window.limit - 1, window.limit * Math.max(BACKOFF, queueing / meanMs));
     return decided(cut, 'latency', window.limit);
