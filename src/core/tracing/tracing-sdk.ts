@@ -15,7 +15,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { createRequire } from 'node:module';
-import { registerTracing } from './tracing.js';
+import { registerTracing } from './tracing-registry.js';
 
 /** Which process exports: the service name in the trace viewer, unless OTEL_SERVICE_NAME names another. */
 export type TracedProcess = 'api' | 'worker';

@@ -7,13 +7,13 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
-  type ContextManager,
   type Span,
-  type TextMapPropagator,
-  type TracerProvider,
 } from '@opentelemetry/api';
 import type { AppConfig } from '../config/config.js';
 import type { TracedProcess } from './tracing-sdk.js';
+import { tracingRegistered } from './tracing-registry.js';
+
+export { registerTracing } from './tracing-registry.js';
 
 /** The W3C trace context (`traceparent`, `tracestate`) of a span, as it travels inside a queue job. */
 export type TraceCarrier = Record<string, string>;
@@ -22,22 +22,8 @@ export type TraceCarrier = Record<string, string>;
 const tracer = trace.getTracer('calc-webhooks');
 
 let stop: (() => Promise<void>) | undefined;
-/** Whether an SDK registered its provider (registerTracing): until then `inSpan` makes no span. */
-let registered = false;
 // What `inSpan` hands its function while tracing is off: a span that records nothing.
 const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
-
-/** Makes an SDK's provider, context manager and propagator the API's globals (startSdk, and tests). */
-export function registerTracing(
-  provider: TracerProvider,
-  contextManager: ContextManager,
-  propagator: TextMapPropagator,
-): void {
-  context.setGlobalContextManager(contextManager);
-  propagation.setGlobalPropagator(propagator);
-  trace.setGlobalTracerProvider(provider);
-  registered = true;
-}
 
 /**
  * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true); off, nothing
@@ -63,7 +49,7 @@ export function inSpan<T>(
   options: { kind?: SpanKind; parent?: TraceCarrier; root?: boolean } = {},
 ): Promise<T> {
   // Off, a no-op span would still cost a promise and a context switch per call (a delivery makes five).
-  if (!registered) return fn(NO_SPAN);
+  if (!tracingRegistered()) return fn(NO_SPAN);
   const parent = options.parent ? propagation.extract(ROOT_CONTEXT, options.parent) : context.active();
   return tracer.startActiveSpan(name, { kind: options.kind, attributes, root: options.root }, parent, async (span) => {
     try {
