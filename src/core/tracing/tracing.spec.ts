@@ -20,6 +20,13 @@ describe('inSpan', () => {
     const seen = await inSpan('off', {}, async (span) => span.isRecording());
     expect(seen).toBe(false);
     await expect(inSpan('off', {}, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    // A function that throws before returning its promise: a rejection too, not a throw from inSpan.
+    const throwing = () => {
+      throw new Error('sync boom');
+    };
+    let returned: Promise<unknown> | undefined;
+    expect(() => (returned = inSpan('off', {}, throwing))).not.toThrow();
+    await expect(returned).rejects.toThrow('sync boom');
     expect(exporter.getFinishedSpans()).toHaveLength(0);
     trace.disable();
   });

@@ -49,7 +49,14 @@ export function inSpan<T>(
   options: { kind?: SpanKind; parent?: TraceCarrier; root?: boolean } = {},
 ): Promise<T> {
   // Off, a no-op span would still cost a promise and a context switch per call (a delivery makes five).
-  if (!tracingRegistered()) return fn(NO_SPAN);
+  // A throw still comes back as a rejection, as it does with a span.
+  if (!tracingRegistered()) {
+    try {
+      return fn(NO_SPAN);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
   const parent = options.parent ? propagation.extract(ROOT_CONTEXT, options.parent) : context.active();
   return tracer.startActiveSpan(name, { kind: options.kind, attributes, root: options.root }, parent, async (span) => {
     try {
