@@ -288,7 +288,8 @@ export const LEAVE = `${HOST}
       return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '',
         w[8] or '', w[9] or '0' }
     end
-    -- A window closes once it is old enough and holds enough answers (minSamples, or the limit's worth).
+    -- A window closes once it is old enough and holds enough answers (minSamples, or the limit's worth);
+    -- a window not started yet is started by this answer.
     local function full(wstart, answers, limit, minRtt)
       if not wstart then
         redis.call('HSET', state, 'wstart', now)
