@@ -7,7 +7,8 @@
 // host (one receiver port): the adaptive host limit's growth for a healthy host, its cut for one that
 // answers 503 when overloaded. Hosts shared by many webhooks: host-fairness (a workspace's few deliveries
 // at a host where another's backlog waits), host-proportional (a host whose answers slow with its load),
-// instant-one-host and instant-ten-hosts (admission's cost against bare BullMQ) and host-thousand (many
+// instant-one-host and instant-ten-hosts (admission's cost against bare BullMQ), instant-floor (the same
+// load with the queue and admission taken away: what the attempt itself costs) and host-thousand (many
 // hosts, and the admission state they leave in Redis). Targets and the BENCHMARKS.md section are here too.
 import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
@@ -35,6 +36,7 @@ export const ENGINE_PHASE_KEYS = [
   'host-proportional',
   'instant-one-host',
   'instant-ten-hosts',
+  'instant-floor',
   'host-thousand',
   'cluster',
   'search',
@@ -164,9 +166,9 @@ export function enginePhases(ctx) {
       },
     );
 
-  async function startWorker(name, { waitReady = true, env = {} } = {}) {
+  async function startWorker(name, { waitReady = true, env = {}, entry = 'dist/worker.js' } = {}) {
     const port = await freePort();
-    const handle = spawnNode(name, 'dist/worker.js', workerEnv(port, env), ctx.nodeFlags ?? []);
+    const handle = spawnNode(name, entry, workerEnv(port, env), ctx.nodeFlags ?? []);
     ctx.sampler.track('worker', handle);
     if (waitReady) await waitForHttp(handle, `http://127.0.0.1:${port}/metrics`);
     return handle;
@@ -544,7 +546,7 @@ export function enginePhases(ctx) {
     name,
     receivers,
     prepare,
-    { maxSec = settings.hostMaxSec, workerEnv = {}, started, ended, stopped } = {},
+    { maxSec = settings.hostMaxSec, workerEnv = {}, entry, started, ended, stopped } = {},
   ) {
     let worker;
     try {
@@ -554,11 +556,25 @@ export function enginePhases(ctx) {
       await submitAll();
       const expected = await deliveriesOf(webhooks, 'pending');
       const busyBefore = await machineBusy();
-      worker = await startWorker(`worker-${name}`, { waitReady: false, env: workerEnv });
+      worker = await startWorker(`worker-${name}`, { waitReady: false, env: workerEnv, entry });
       started?.(worker);
       if (!(await waitUntil(() => receivers.requests > 0, 60_000, [worker]))) {
         throw new Error(`${name}: no request reached the receivers within 60 s`);
       }
+      // CPU from the first request on (the worker's start-up not counted), by process; the receivers are
+      // in this process, with its polling.
+      const cpu = new CpuProbe(async () => ({
+        worker: [worker.pid],
+        postgres: (
+          await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [
+            ctx.dbName,
+          ])
+        ).rows.map((r) => r.pid),
+        redis: ctx.redisPid ? [ctx.redisPid] : [],
+        bench: [process.pid],
+      }));
+      const cpuBefore = await cpu.snapshot();
+      const receivedBefore = receivers.unique;
       const deadline = receivers.firstAt + maxSec * 1000;
       // The receipts first (no query meanwhile), then every answer recorded.
       await waitUntil(() => receivers.unique >= expected, deadline - performance.now(), [worker]);
@@ -567,6 +583,11 @@ export function enginePhases(ctx) {
         worker,
       ]);
       const seconds = (performance.now() - receivers.firstAt) / 1000;
+      const cpuUsed = cpu.since(cpuBefore, await cpu.snapshot());
+      const measured = receivers.unique - receivedBefore;
+      const cpuMsPerDelivery = Object.fromEntries(
+        Object.entries(cpuUsed).map(([role, ms]) => [role, measured > 0 ? round(ms / measured, 3) : null]),
+      );
       const atEnd = ended ? await ended(worker) : null;
       const counts = await statusCounts(webhooks);
       const workerPeakRssMb = round(await stopProcess(worker));
@@ -577,6 +598,7 @@ export function enginePhases(ctx) {
         done,
         pending,
         seconds,
+        cpuMsPerDelivery,
         busyBefore,
         atEnd,
         afterStop: stopped ? await stopped() : null,
@@ -779,7 +801,7 @@ export function enginePhases(ctx) {
   }
 
   /** `hostWebhooks` webhooks spread over `hosts` receivers answering at once; instantDeliveries deliveries. */
-  async function instantHosts(name, hosts, workerEnv = {}) {
+  async function instantHosts(name, hosts, workerEnv = {}, entry = undefined) {
     const s = settings;
     log(`${name}: ${s.hostWebhooks} webhooks over ${hosts} receiver(s) answering 200 at once`);
     const r = await drainAtHosts(
@@ -799,7 +821,7 @@ export function enginePhases(ctx) {
           },
         };
       },
-      { workerEnv },
+      { workerEnv, entry },
     );
     return {
       hosts,
@@ -813,6 +835,7 @@ export function enginePhases(ctx) {
       requestsPerHost: { min: Math.min(...r.receivers.perServer), max: Math.max(...r.receivers.perServer) },
       statusCounts: r.statusCounts,
       workerPeakRssMb: r.workerPeakRssMb,
+      cpuMsPerDelivery: r.cpuMsPerDelivery,
       busyBefore: r.busyBefore,
     };
   }
@@ -994,6 +1017,7 @@ export function enginePhases(ctx) {
     'host-proportional': hostProportional,
     'instant-one-host': () => instantHosts('instant-one-host', 1),
     'instant-ten-hosts': () => instantHosts('instant-ten-hosts', settings.instantHosts),
+    'instant-floor': () => instantHosts('instant-floor', 1, {}, 'bench/floor-worker.mjs'),
     'host-thousand': hostThousand,
     cluster: clusterPhase,
     search: async () => ({ busyBefore: await machineBusy(), ...(await searchPhase(ctx)) }),
@@ -1348,22 +1372,47 @@ function proportionalSection(r) {
   ].join('\n');
 }
 
-function instantSection(one, ten, bullmq) {
+function instantSection(one, ten, floor, bullmq) {
   if (!one && !ten) return 'Not measured in this run.';
   const row = (label, r) =>
     r
       ? `| ${label} | ${r.hosts} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ' (time cap)'} | ${bullmq?.jobsPerSec ? `${((100 * r.perSec) / bullmq.jobsPerSec).toFixed(1)}%` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`
       : `| ${label} | not measured | | | | | | |`;
+  const ms = (v) => (v === null || v === undefined ? 'n/a' : v.toFixed(3));
+  const cpuRow = (label, c) =>
+    c
+      ? `| ${label} | ${ms(c.worker)} | ${ms(c.postgres)} | ${ms(c.redis)} | ${ms(c.bench)} | ${ms(['worker', 'postgres', 'redis', 'bench'].reduce((sum, k) => sum + (c[k] ?? 0), 0))} |`
+      : `| ${label} | not measured | | | | |`;
   return [
     `${one?.webhooks ?? ten?.webhooks} webhooks of one workspace, at one receiver port (instant-one-host) or spread evenly over ten`,
     '(instant-ten-hosts); the receivers answer 200 at once. The deliveries are created with no worker running,',
     'then one worker starts with the defaults; the rate runs from the first receipt to none pending. The ratio',
     `is to bare BullMQ's no-op jobs at the same concurrency (${bullmq ? `${fmt(bullmq.jobsPerSec)} jobs/s, concurrency ${bullmq.concurrency}, in this run` : 'not measured in this run'}).`,
+    "instant-floor is instant-one-host's load attempted by bench/floor-worker.mjs: the worker's own attempt",
+    '(connect, claim, sign, send, record) for every pending delivery, WORKER_CONCURRENCY at a time, with no',
+    'queue and no admission. It is not a way to deliver (no retries, no fairness, no host limit): it is what',
+    'any queue design that keeps the claim and the record in Postgres starts from.',
     '',
     '| phase | hosts | deliveries | seconds | per second | ratio to bare BullMQ | requests per host (min-max) | statuses |',
     '|---|---:|---:|---:|---:|---:|---|---|',
     row('instant-one-host', one),
     row('instant-ten-hosts', ten),
+    row('instant-floor', floor),
+    '',
+    'CPU time per delivery (ms, read from /proc from the first request to the last receipt; the bench process',
+    "holds the receivers). Bare BullMQ's row is per no-op job (its worker process and redis-server).",
+    '',
+    '| phase | worker | postgres | redis | bench (receivers) | all |',
+    '|---|---:|---:|---:|---:|---:|',
+    cpuRow('instant-one-host', one?.cpuMsPerDelivery),
+    cpuRow('instant-ten-hosts', ten?.cpuMsPerDelivery),
+    cpuRow('instant-floor', floor?.cpuMsPerDelivery),
+    cpuRow(
+      'bare BullMQ',
+      bullmq?.cpuMsPerJob
+        ? { worker: bullmq.cpuMsPerJob, postgres: 0, redis: bullmq.redisCpuMsPerJob, bench: 0 }
+        : null,
+    ),
   ].join('\n');
 }
 
@@ -1490,9 +1539,9 @@ ${fairnessSection(e['host-fairness'])}
 
 ${proportionalSection(e['host-proportional'])}
 
-### Receivers answering at once: one host, ten hosts (instant-one-host, instant-ten-hosts)
+### Receivers answering at once: one host, ten hosts, and the floor (instant-one-host, instant-ten-hosts, instant-floor)
 
-${instantSection(e['instant-one-host'], e['instant-ten-hosts'], results.ceilings?.bullmq)}
+${instantSection(e['instant-one-host'], e['instant-ten-hosts'], e['instant-floor'], results.ceilings?.bullmq)}
 
 ### A thousand hosts (host-thousand)
 
