@@ -51,7 +51,7 @@ const settings = {
   latencyRate: envInt('BENCH_LATENCY_RATE', 300),
   latencyDurationSec: envInt('BENCH_LATENCY_DURATION', 10),
   workerConcurrency: envInt('BENCH_WORKER_CONCURRENCY', null), // null: the service's default
-  logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  logLevel: process.env.BENCH_LOG_LEVEL || 'info', // the service's default: a line per request and per attempt
   rateLimitPerMinute: envInt('BENCH_RATE_LIMIT_PER_MINUTE', 1_000_000),
   profile: process.env.BENCH_PROFILE === '1',
   /**

@@ -169,7 +169,8 @@ export function enginePhases(ctx) {
   async function startWorker(name, { waitReady = true, env = {}, entry = 'dist/worker.js' } = {}) {
     const port = await freePort();
     const handle = spawnNode(name, entry, workerEnv(port, env), ctx.nodeFlags ?? []);
-    ctx.sampler.track('worker', handle);
+    // The floor's process is no worker of the product's: its memory is not the worker's.
+    ctx.sampler.track(entry === 'dist/worker.js' ? 'worker' : 'floor-worker', handle);
     if (waitReady) await waitForHttp(handle, `http://127.0.0.1:${port}/metrics`);
     return handle;
   }

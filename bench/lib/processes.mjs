@@ -1,5 +1,6 @@
 // Child processes of a bench run: spawn, wait until ready, sample memory, stop; all tracked for the cleanup
 // that ends every run (or a SIGINT/SIGTERM).
+import { Buffer } from 'node:buffer';
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, readFileSync } from 'node:fs';
@@ -28,9 +29,18 @@ export function spawnNode(name, script, env, nodeFlags = [], { expectExit = fals
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
+  // The last chunks, dropped from the front past twice the tail: a child logging at info writes thousands of
+  // lines a second, and copying the whole tail per chunk took CPU from the processes being measured.
+  let chunks = [];
+  let kept = 0;
   const keep = (chunk) => {
-    output = (output + chunk.toString()).slice(-OUTPUT_TAIL_CHARS);
+    chunks.push(chunk);
+    kept += chunk.length;
+    while (kept - chunks[0].length >= 2 * OUTPUT_TAIL_CHARS) kept -= chunks.shift().length;
+  };
+  const output = () => {
+    chunks = [Buffer.concat(chunks)];
+    return chunks[0].toString().slice(-OUTPUT_TAIL_CHARS);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
@@ -45,7 +55,7 @@ export function spawnNode(name, script, env, nodeFlags = [], { expectExit = fals
     stopping: expectExit,
     child,
     pid: child.pid,
-    output: () => output,
+    output,
     exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
   };
   children.add(handle);
@@ -54,7 +64,7 @@ export function spawnNode(name, script, env, nodeFlags = [], { expectExit = fals
     // An exit nobody asked for is the first thing to know when a phase then fails.
     if (!handle.stopping) {
       process.stderr.write(`[bench] ${name} (pid ${handle.pid}) exited unexpectedly: code ${code}, signal ${signal}\n`);
-      process.stderr.write(`[bench] last output of ${name}:\n${output.slice(-4000)}\n`);
+      process.stderr.write(`[bench] last output of ${name}:\n${output().slice(-4000)}\n`);
     }
   });
   return handle;

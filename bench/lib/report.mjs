@@ -470,7 +470,7 @@ ${memorySection(results)}
   It builds if needed, creates a database \`cw_bench_<id>\` and a queue prefix of its own, and drops
   both at the end. Overrides: \`BENCH_DURATION\`, \`BENCH_WARMUP\`, \`BENCH_CONNECTIONS\`,
   \`BENCH_DELIVERIES\`, \`BENCH_LATENCY_RATE\`, \`BENCH_LATENCY_DURATION\`,
-  \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_LOG_LEVEL\`, \`BENCH_RATE_LIMIT_PER_MINUTE\`
+  \`BENCH_WORKER_CONCURRENCY\`, \`BENCH_LOG_LEVEL\` (default info, the service's: a line per request and per attempt), \`BENCH_RATE_LIMIT_PER_MINUTE\`
   (default 1,000,000: the limiter's Redis round trip stays in every request, but it never refuses),
   \`BENCH_WAIT_QUIET=<s>\` (wait up to that long for the machine to be under 25% busy before starting),
   \`BENCH_TRACING_ROUNDS\` (default 2: rounds of the tracing phase, each off then on),
