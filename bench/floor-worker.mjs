@@ -5,6 +5,7 @@
 // no retries, no admission, no fairness. Env as the worker's (DATABASE_URL, QUEUE_PREFIX, ...).
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoLogger } from 'nestjs-pino';
 import pg from 'pg';
 import { loadConfig } from '../dist/core/config/config.js';
 import { destinationOf } from '../dist/delivery/delivery-queue.js';
@@ -20,7 +21,9 @@ const config = loadConfig({
   QUEUE_PREFIX: `${process.env.QUEUE_PREFIX ?? 'cw'}floor`,
   SWEEP_INTERVAL_MS: '3600000',
 });
-const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), { logger: ['error', 'warn'] });
+const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), { bufferLogs: true });
+// The worker's logger, as dist/worker.js sets it: each attempt's line at LOG_LEVEL=info is part of its cost.
+app.useLogger(app.get(PinoLogger));
 const attempts = app.get(DeliveryAttemptService);
 
 const db = new pg.Client({ connectionString: config.databaseUrl });
