@@ -1,16 +1,18 @@
 // The engine's own work per delivery, with the queue and admission taken away (the instant-floor phase):
-// the worker's Nest context runs DeliveryAttemptService.run (connect, claim, sign, send, record) for every
-// pending delivery, WORKER_CONCURRENCY at a time, straight from Postgres. Its BullMQ consumer is pointed at
-// a queue prefix of its own, which holds no job, so nothing else delivers meanwhile. Not a way to deliver:
-// no retries, no admission, no fairness. Env as the worker's (DATABASE_URL, QUEUE_PREFIX, ...).
+// the worker's Nest context runs DeliveryAttemptService.run (connect, claim, sign, send, record, log) for
+// every delivery due, read as the sweeper reads them, WORKER_CONCURRENCY at a time. Its BullMQ consumer is
+// pointed at a queue prefix of its own, which holds no job, so nothing else delivers meanwhile. Not a way
+// to deliver: no retries, no admission, no fairness. Env as the worker's (DATABASE_URL, QUEUE_PREFIX, ...).
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Logger as PinoLogger } from 'nestjs-pino';
-import pg from 'pg';
 import { loadConfig } from '../dist/core/config/config.js';
 import { destinationOf } from '../dist/delivery/delivery-queue.js';
 import { DeliveryAttemptService } from '../dist/delivery/engine/delivery-attempt.service.js';
+import { DeliveryStore } from '../dist/delivery/store/delivery-store.js';
 import { WorkerModule } from '../dist/worker.module.js';
+
+const PAGE = 5_000;
 
 // The bench stops it with SIGTERM; a normal exit lets --cpu-prof write its profile (BENCH_PROFILE).
 process.on('SIGTERM', () => process.exit(0));
@@ -26,23 +28,25 @@ const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(conf
 app.useLogger(app.get(PinoLogger));
 const attempts = app.get(DeliveryAttemptService);
 
-const db = new pg.Client({ connectionString: config.databaseUrl });
-await db.connect();
-const { rows } = await db.query(
-  `SELECT d.id, d.created_at, w.id AS webhook_id, w.workspace_id, w.url
-     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-    WHERE d.status = 'pending' ORDER BY d.created_at`,
-);
-await db.end();
+// Every delivery due now, in the sweeper's pages (DeliveryStore.overdue, keyset on next_attempt_at, id).
+const store = app.get(DeliveryStore);
+const dueBefore = await store.dueBefore(0);
+const rows = [];
+for (let after = { nextAttemptAt: '-infinity', id: '' }; ;) {
+  const page = await store.overdue(dueBefore, after, PAGE);
+  rows.push(...page);
+  if (page.length < PAGE) break;
+  after = page[page.length - 1];
+}
 
 const jobs = rows.map((row) => ({
   deliveryId: row.id,
-  createdAt: row.created_at.toISOString(),
+  createdAt: row.createdAt.toISOString(),
   trigger: 'scheduled',
   destination: destinationOf(row.url),
   url: row.url,
-  workspaceId: row.workspace_id,
-  webhookId: row.webhook_id,
+  workspaceId: row.workspaceId,
+  webhookId: row.webhookId,
 }));
 let next = 0;
 await Promise.all(

@@ -27,6 +27,7 @@ import {
   waitForHttp,
 } from './lib/processes.mjs';
 import { OtlpSink } from './lib/otlp-sink.mjs';
+import { postgresBackends } from './lib/pg-activity.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { unpartition } from './lib/unpartition.mjs';
 import { evaluateTargets, loadBaseline, renderMarkdown } from './lib/report.mjs';
@@ -145,12 +146,6 @@ const childNodeFlags = (role) => [
 ];
 
 const api = (method, path, body) => apiRequest(apiUrl, apiKey, method, path, body);
-
-/** Postgres backend processes serving the bench database (not this script's own connection). */
-const postgresBackends = async () =>
-  (
-    await db.query('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName])
-  ).rows.map((r) => r.pid);
 
 // ---------------------------------------------------------------------------------------------- setup
 
@@ -502,7 +497,7 @@ async function deliveryThroughput(dataset, workerCount, { env = {}, key = `deliv
   // From the first receipt on, so the workers' start-up is not counted.
   const cpu = new CpuProbe(async () => ({
     worker: workers.map((w) => w.pid),
-    postgres: await postgresBackends(),
+    postgres: await postgresBackends(db, dbName),
     redis: redisPid ? [redisPid] : [],
   }));
   let cpuBefore;
@@ -583,7 +578,7 @@ async function submissionLatency(dataset, workers) {
   const cpu = new CpuProbe(async () => ({
     api: [apiProcess.pid],
     worker: workers.map((w) => w.pid),
-    postgres: await postgresBackends(),
+    postgres: await postgresBackends(db, dbName),
     redis: redisPid ? [redisPid] : [],
     bench: [process.pid],
   }));
@@ -768,7 +763,7 @@ async function main() {
     await analyze();
     const cpu = new CpuProbe(async () => ({
       api: [apiProcess.pid],
-      postgres: await postgresBackends(),
+      postgres: await postgresBackends(db, dbName),
       redis: redisPid ? [redisPid] : [],
     }));
     results.http[c.key] = { label: c.label, ...(await measure(c.options, opts, cpu)) };

@@ -20,7 +20,7 @@ import { URL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { apiRequest, postSubmissions } from './http-bench.mjs';
-import { PgActivitySampler, processTree } from './pg-activity.mjs';
+import { PgActivitySampler, postgresBackends, processTree } from './pg-activity.mjs';
 import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
 import { searchPhase } from './search-phase.mjs';
@@ -258,12 +258,7 @@ export function enginePhases(ctx) {
       await activity.start();
       const cpu = new CpuProbe(async () => ({
         worker: processTree(worker.pid),
-        postgres: (
-          await db.query(
-            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2`,
-            [ctx.dbName, activity.samplerPid],
-          )
-        ).rows.map((r) => r.pid),
+        postgres: await postgresBackends(db, ctx.dbName, [activity.samplerPid]),
         redis: ctx.redisPid ? [ctx.redisPid] : [],
       }));
       // CPU from the first receipt on, so the worker's start-up is not counted.
@@ -566,11 +561,7 @@ export function enginePhases(ctx) {
       // in this process, with its polling.
       const cpu = new CpuProbe(async () => ({
         worker: [worker.pid],
-        postgres: (
-          await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [
-            ctx.dbName,
-          ])
-        ).rows.map((r) => r.pid),
+        postgres: await postgresBackends(db, ctx.dbName),
         redis: ctx.redisPid ? [ctx.redisPid] : [],
         bench: [process.pid],
       }));

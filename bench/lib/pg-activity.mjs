@@ -8,6 +8,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 
+/** Backends serving database `dbName`, but for the connection asking and the pids in `except` (a sampler's own). */
+export async function postgresBackends(db, dbName, except = []) {
+  const { rows } = await db.query('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+    dbName,
+  ]);
+  return rows.map((r) => r.pid).filter((pid) => !except.includes(pid));
+}
+
 /** The process and its descendants (children of every thread), read from /proc. */
 export function processTree(pid) {
   const pids = [pid];
