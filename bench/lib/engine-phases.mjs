@@ -995,6 +995,7 @@ export function enginePhases(ctx) {
       admissionKeys: { afterRun: r.atEnd, afterWorkerStop: r.afterStop },
       openFiles: files,
       workerPeakRssMb: r.workerPeakRssMb,
+      cpuMsPerDelivery: r.cpuMsPerDelivery,
       busyBefore: r.busyBefore,
     };
   }
@@ -1364,17 +1365,20 @@ function proportionalSection(r) {
   ].join('\n');
 }
 
+/** A row of a CPU-per-delivery table (ms by process, and their sum). */
+function cpuRow(label, c) {
+  const ms = (v) => (v === null || v === undefined ? 'n/a' : v.toFixed(3));
+  return c
+    ? `| ${label} | ${ms(c.worker)} | ${ms(c.postgres)} | ${ms(c.redis)} | ${ms(c.bench)} | ${ms(['worker', 'postgres', 'redis', 'bench'].reduce((sum, k) => sum + (c[k] ?? 0), 0))} |`
+    : `| ${label} | not measured | | | | |`;
+}
+
 function instantSection(one, ten, floor, bullmq) {
   if (!one && !ten) return 'Not measured in this run.';
   const row = (label, r) =>
     r
       ? `| ${label} | ${r.hosts} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ' (time cap)'} | ${bullmq?.jobsPerSec ? `${((100 * r.perSec) / bullmq.jobsPerSec).toFixed(1)}%` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`
       : `| ${label} | not measured | | | | | | |`;
-  const ms = (v) => (v === null || v === undefined ? 'n/a' : v.toFixed(3));
-  const cpuRow = (label, c) =>
-    c
-      ? `| ${label} | ${ms(c.worker)} | ${ms(c.postgres)} | ${ms(c.redis)} | ${ms(c.bench)} | ${ms(['worker', 'postgres', 'redis', 'bench'].reduce((sum, k) => sum + (c[k] ?? 0), 0))} |`
-      : `| ${label} | not measured | | | | |`;
   return [
     `${one?.webhooks ?? ten?.webhooks} webhooks of one workspace, at one receiver port (instant-one-host) or spread evenly over ten`,
     '(instant-ten-hosts); the receivers answer 200 at once. The deliveries are created with no worker running,',
@@ -1438,6 +1442,13 @@ function thousandSection(r, ten) {
     '|---|---:|---:|---|---:|---:|',
     keys('every delivery ended, worker up', r.admissionKeys.afterRun),
     keys('after the worker stopped', r.admissionKeys.afterWorkerStop),
+    '',
+    "CPU time per delivery (ms, read from /proc as in the instant receivers' table), beside instant-ten-hosts:",
+    '',
+    '| phase | worker | postgres | redis | bench (receivers) | all |',
+    '|---|---:|---:|---:|---:|---:|',
+    cpuRow('host-thousand', r.cpuMsPerDelivery),
+    cpuRow('instant-ten-hosts', ten?.cpuMsPerDelivery),
   ].join('\n');
 }
 
