@@ -7,6 +7,7 @@ import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { ENTER, LEAVE } from '../dist/delivery/engine/admission/host-admission.scripts.js';
+import { hostKeys } from '../dist/delivery/host-state.js';
 
 const batchSize = Number(process.env.BATCH ?? 24);
 const hosts = Number(process.env.HOSTS ?? 1);
@@ -15,7 +16,6 @@ const attempts = Number(process.env.ATTEMPTS ?? 48_000);
 const COMMON = { cap: 20, slotTtlMs: 35_000, initialLimit: 20, keyTtlMs: 3_600_000 };
 const LEAVING = { breakerThreshold: 5, breakerCooldownMs: 30_000, minLimit: 1, minWindowMs: 100, maxLimit: 1000 };
 const MIN_SAMPLES = 10;
-const KINDS = ['inflight', 'breaker', 'limit', 'webhooks', 'line', 'waiting', 'owners'];
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 redis.defineCommand('enterHosts', { lua: ENTER });
@@ -28,11 +28,12 @@ const redisTicks = () => {
 };
 
 const prefix = `admission-bench-${process.pid}`;
+// As HostAdmission calls the scripts: per host its seven keys declared in this order, its base in the arguments.
 const hostOf = (h) => {
-  const base = `${prefix}:dest:h${h}:80`;
-  return { base, keys: KINDS.map((kind) => `${base}:${kind}`) };
+  const { base, slots, breaker, limit, webhooks, line, waiting, owners } = hostKeys(prefix, `h${h}:80`);
+  return { base, limit, keys: [slots, breaker, limit, webhooks, line, waiting, owners] };
 };
-for (let h = 0; h < hosts; h += 1) await redis.hset(hostOf(h).keys[2], 'limit', LEAVING.maxLimit);
+for (let h = 0; h < hosts; h += 1) await redis.hset(hostOf(h).limit, 'limit', LEAVING.maxLimit);
 const common = () => [Date.now(), COMMON.cap, COMMON.slotTtlMs, COMMON.initialLimit, COMMON.keyTtlMs];
 
 let next = 0;
