@@ -3,7 +3,6 @@
 // spread over HOSTS hosts whose limit starts at DELIVERY_HOST_MAX_LIMIT (so every attempt is admitted).
 // Env: REDIS_URL, BATCH (24), HOSTS (1), ATTEMPTS (48,000). Needs redis-server on this machine (its CPU is
 // read from /proc). Prints one line: redis-server's CPU and this process's per attempt.
-import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../dist/core/config/config.js';
@@ -11,6 +10,8 @@ import { RedisClients } from '../dist/core/redis/redis.module.js';
 import { QueueLayout } from '../dist/core/redis/queue-layout.js';
 import { HostAdmission } from '../dist/delivery/engine/admission/host-admission.js';
 import { hostKeysOf } from '../dist/delivery/host-state.js';
+import { procCpuMs } from './lib/processes.mjs';
+import { deleteRedisKeys, REDIS_URL } from './lib/setup.mjs';
 
 const batchSize = Number(process.env.BATCH ?? 24);
 const hosts = Number(process.env.HOSTS ?? 1);
@@ -19,7 +20,7 @@ const attempts = Number(process.env.ATTEMPTS ?? 48_000);
 const config = loadConfig({
   NODE_ENV: 'production',
   DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
-  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  REDIS_URL,
   QUEUE_PREFIX: `admission-bench-${process.pid}`,
 });
 const clients = new RedisClients(config);
@@ -29,17 +30,12 @@ const layout = QueueLayout.of(config);
 const destinationOf = (h) => `h${h}.example:443`;
 
 const redisPid = Number((await redis.info('server')).match(/process_id:(\d+)/)[1]);
-// utime + stime of redis-server, in clock ticks (10 ms).
-const redisTicks = () => {
-  const fields = readFileSync(`/proc/${redisPid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-};
 for (let h = 0; h < hosts; h += 1) {
   await redis.hset(hostKeysOf(layout, destinationOf(h)).limit, 'limit', config.hostLimit.max);
 }
 
 let next = 0;
-const ticksBefore = redisTicks();
+const redisBefore = procCpuMs(redisPid);
 const cpuBefore = process.cpuUsage();
 const startedAt = performance.now();
 while (next < attempts) {
@@ -65,14 +61,9 @@ while (next < attempts) {
   );
 }
 const seconds = (performance.now() - startedAt) / 1000;
-const redisUs = ((redisTicks() - ticksBefore) * 10_000) / next;
+const redisUs = ((procCpuMs(redisPid) - redisBefore) * 1000) / next;
 const cpu = process.cpuUsage(cpuBefore);
-let cursor = '0';
-do {
-  const [at, found] = await redis.scan(cursor, 'MATCH', `${config.queuePrefix}:*`, 'COUNT', 1000);
-  if (found.length) await redis.del(...found);
-  cursor = at;
-} while (cursor !== '0');
+await deleteRedisKeys([config.queuePrefix]);
 await clients.onApplicationShutdown();
 process.stdout.write(
   `${next} attempts, ${batchSize} at a time over ${hosts} host(s): redis-server ${redisUs.toFixed(1)} us CPU per ` +
