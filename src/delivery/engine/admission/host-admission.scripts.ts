@@ -16,6 +16,11 @@
 //
 // The per-host keys of a call are declared (KEYS) and all share the host's slot in a Redis Cluster under a
 // hash-tag prefix; the per-workspace and per-webhook lines are derived from `base` in the same slot.
+//
+// A call reads each thing it needs of a host once and keeps it as it changes it (the state hash, the
+// breaker, each webhook's cap and count, how many wait), and writes the state's changes once, at the
+// host's end (touch): a script runs alone, so nothing else changes them meanwhile, and a busy host's
+// batch would otherwise pay a few redis.calls per attempt for the same fields.
 
 const HOST_KEYS = 7;
 
@@ -40,13 +45,53 @@ const HOST = `
     local function lineOf(workspaceId) return base .. ':line:' .. workspaceId end
     local function queueOf(webhookId) return base .. ':wait:' .. webhookId end
     local caps = base .. ':caps'
-    local function held(webhookId) return tonumber(redis.call('HGET', webhooks, webhookId) or '0') end
+    -- What this call read of the host, as it changes it: per webhook its cap (false: none) and count, the
+    -- breaker's two times, how many wait, and the state hash (fields read on first use, changes written
+    -- by touch: \`dirty\` names them, false for a field to delete).
+    local ownCaps, counts, gate, waiters = {}, {}, nil, nil
+    local fields, dirty = nil, {}
+    local STATE_FIELDS = { 'limit', 'wstart', 'wcount', 'wsum', 'wmin', 'wother', 'wpeak', 'minrtt', 'minrtt_load',
+      'ceiling', 'prompt_at', 'cut_at', 'epoch', 'touched' }
+    function H.get(field)
+      if not fields then
+        fields = {}
+        local values = redis.call('HMGET', state, unpack(STATE_FIELDS))
+        for i, name in ipairs(STATE_FIELDS) do fields[name] = values[i] end
+      end
+      return fields[field]
+    end
+    function H.set(field, value)
+      H.get(field)
+      fields[field] = value
+      dirty[field] = value
+    end
+    local function ownCapOf(webhookId)
+      if ownCaps[webhookId] == nil then ownCaps[webhookId] = redis.call('HGET', caps, webhookId) end
+      return ownCaps[webhookId]
+    end
+    local function held(webhookId)
+      if counts[webhookId] == nil then counts[webhookId] = tonumber(redis.call('HGET', webhooks, webhookId) or '0') end
+      return counts[webhookId]
+    end
     local function underCap(webhookId)
-      local own = tonumber(redis.call('HGET', caps, webhookId) or cap)
+      local own = tonumber(ownCapOf(webhookId) or cap)
       return own == 0 or held(webhookId) < own
     end
-    function H.limit() return tonumber(redis.call('HGET', state, 'limit') or initial) end
-    function H.paused() return redis.call('HEXISTS', breaker, 'open_until') == 1 end
+    function H.limit() return tonumber(H.get('limit') or initial) end
+    -- The breaker's open_until and probe_until (0 when unset).
+    function H.gate()
+      if not gate then
+        local times = redis.call('HMGET', breaker, 'open_until', 'probe_until')
+        gate = { tonumber(times[1] or '0'), tonumber(times[2] or '0') }
+      end
+      return gate
+    end
+    function H.setGate(openUntil, probeUntil) gate = { openUntil, probeUntil } end
+    function H.paused() return H.gate()[1] > 0 end
+    local function anyWaiting()
+      if not waiters then waiters = redis.call('HLEN', waiting) end
+      return waiters > 0
+    end
 
     -- A webhook with waiters and room takes its place in its workspace's turn, the workspace in the host's.
     local function join(webhookId)
@@ -76,9 +121,12 @@ const HOST = `
       elseif served then redis.call('ZADD', line, 'XX', served, workspaceId) end
     end
 
+    local function holds(member) return redis.call('ZSCORE', slots, member) ~= false end
+
+    -- A member held already (a retried call) keeps its slot and is not counted twice.
     local function take(member, webhookId, expiresAt)
-      redis.call('ZADD', slots, expiresAt, member)
-      redis.call('HINCRBY', webhooks, webhookId, 1)
+      if redis.call('ZADD', slots, 'NX', expiresAt, member) == 0 then return end
+      counts[webhookId] = redis.call('HINCRBY', webhooks, webhookId, 1)
       H.created[slots] = true
       H.created[webhooks] = true
       H.count = H.count + 1
@@ -89,13 +137,20 @@ const HOST = `
     local function freed(member)
       local webhookId = string.match(member, '^(.-)|')
       if not webhookId then return end
-      if redis.call('HINCRBY', webhooks, webhookId, -1) <= 0 then redis.call('HDEL', webhooks, webhookId) end
+      local left = redis.call('HINCRBY', webhooks, webhookId, -1)
+      if left <= 0 then
+        redis.call('HDEL', webhooks, webhookId)
+        left = 0
+      end
+      counts[webhookId] = left
       H.count = H.count - 1
       H.freed = H.freed + 1
-      join(webhookId)
+      -- Nobody in line at the host: no webhook of it has a waiter to rejoin.
+      if anyWaiting() then join(webhookId) end
     end
 
     function H.expire()
+      if H.count == 0 then return end
       local expired = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
       if #expired == 0 then return end
       redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
@@ -114,10 +169,13 @@ const HOST = `
     -- one workspace in line there is nobody to be unfair to, and a kept slot would sit idle while its job
     -- is fetched: each freed slot wakes one waiter and stays free for whichever job comes first.
     function H.grant()
-      if H.paused() then return end
-      local limit = H.limit()
       local budget = H.freed
       H.freed = 0
+      -- Nobody in line (the usual case at a host with room), or one workspace and no slot freed: nothing to give.
+      if not anyWaiting() then return end
+      local inLine = redis.call('ZCARD', line)
+      if inLine == 0 or (inLine < 2 and budget <= 0) or H.paused() then return end
+      local limit = H.limit()
       while H.count < limit do
         local fair = redis.call('ZCARD', line) >= 2
         if not fair and budget <= 0 then return end
@@ -128,6 +186,7 @@ const HOST = `
         local jobId = webhookId and underCap(webhookId) and redis.call('LPOP', queueOf(webhookId))
         if jobId then
           redis.call('HDEL', waiting, jobId)
+          if waiters then waiters = waiters - 1 end
           if fair then take(webhookId .. '|job:' .. jobId, webhookId, now + slotTtl) else budget = budget - 1 end
           woken[#woken + 1] = { group, webhookId, jobId }
           requeue(workspaceId, webhookId, redis.call('HINCRBY', state, 'turn', 1))
@@ -142,6 +201,7 @@ const HOST = `
     -- In line (once: a waiter that comes back keeps its place).
     function H.wait(jobId, webhookId, workspaceId)
       if redis.call('HSETNX', waiting, jobId, webhookId) == 0 then return end
+      if waiters then waiters = waiters + 1 end
       redis.call('RPUSH', queueOf(webhookId), jobId)
       redis.call('PEXPIRE', queueOf(webhookId), keyTtl)
       redis.call('HSET', owners, webhookId, workspaceId)
@@ -152,14 +212,15 @@ const HOST = `
 
     -- Out of line: admitted without its turn (the breaker's probe, or room with nobody ahead).
     function H.leaveLine(jobId, webhookId, workspaceId)
-      if redis.call('HDEL', waiting, jobId) == 0 then return end
+      if not anyWaiting() or redis.call('HDEL', waiting, jobId) == 0 then return end
+      waiters = waiters - 1
       redis.call('LREM', queueOf(webhookId), 1, jobId)
       requeue(workspaceId, webhookId, nil)
     end
 
     -- When room is certain to appear without any release: the breaker's end, else the first slot's expiry.
     function H.deadline()
-      local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+      local openUntil = H.gate()[1]
       if openUntil > now then return openUntil end
       local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')[2]
       return first and math.min(tonumber(first), now + slotTtl) or now + slotTtl
@@ -167,8 +228,9 @@ const HOST = `
 
     function H.admit(holder, jobId, webhookId, workspaceId, ownCap)
       local member = webhookId .. '|' .. holder
-      if redis.call('HGET', caps, webhookId) ~= ownCap then
+      if ownCapOf(webhookId) ~= ownCap then
         redis.call('HSET', caps, webhookId, ownCap)
+        ownCaps[webhookId] = ownCap
         H.created[caps] = true
       end
       -- Its turn came: the slot kept for it becomes its own (the set, emptied by the ZREM, made anew).
@@ -177,12 +239,13 @@ const HOST = `
         H.created[slots] = true
         return 0
       end
-      if redis.call('ZSCORE', slots, member) then return 0 end
-      local breakerState = redis.call('HMGET', breaker, 'open_until', 'probe_until')
-      local openUntil = tonumber(breakerState[1] or '0')
-      if openUntil > 0 and openUntil <= now and tonumber(breakerState[2] or '0') <= now then
+      local openUntil, probeUntil = unpack(H.gate())
+      -- Holding a slot already (a retried call) is admitted: asked only where it would not be admitted anew.
+      if openUntil > 0 and openUntil <= now and probeUntil <= now then
+        if holds(member) then return 0 end
         -- Paused and cooled down: this attempt is the probe, the only one until it answers.
         redis.call('HSET', breaker, 'probe_until', now + slotTtl)
+        H.setGate(openUntil, now + slotTtl)
         H.leaveLine(jobId, webhookId, workspaceId)
         take(member, webhookId, now + slotTtl)
         return 0
@@ -193,6 +256,7 @@ const HOST = `
         take(member, webhookId, now + slotTtl)
         return 0
       end
+      if holds(member) then return 0 end
       H.wait(jobId, webhookId, workspaceId)
       return H.deadline()
     end
@@ -200,19 +264,33 @@ const HOST = `
     -- Every key lives keyTtl past the host's last call. Writes keep a key's time to live, so a call gives
     -- it only to the keys it may have created, and to all of them once a quarter of it has passed (the
     -- stamp is in state, so a state made anew is stamped, and timed, at once).
+    -- Also writes the state's changes of the call, so it comes last.
     function H.touch()
-      local seen = redis.call('HMGET', state, 'wpeak', 'touched')
       -- The window's peak in flight: whether the limit is in use, so whether it may grow.
-      if H.peak > tonumber(seen[1] or '0') then redis.call('HSET', state, 'wpeak', H.peak) end
-      if now - tonumber(seen[2] or '0') >= keyTtl / 4 then
-        redis.call('HSET', state, 'touched', now)
+      if H.peak > tonumber(H.get('wpeak') or '0') then H.set('wpeak', H.peak) end
+      local refresh = now - tonumber(H.get('touched') or '0') >= keyTtl / 4
+      if refresh then H.set('touched', now) end
+      local changed, gone = {}, {}
+      for field, value in pairs(dirty) do
+        if value then
+          changed[#changed + 1] = field
+          changed[#changed + 1] = value
+        else
+          gone[#gone + 1] = field
+        end
+      end
+      -- A state made anew has no \`touched\` yet: refreshed above, so timed at once.
+      if #changed > 0 then redis.call('HSET', state, unpack(changed)) end
+      if #gone > 0 then redis.call('HDEL', state, unpack(gone)) end
+      dirty = {}
+      if refresh then
         for _, key in ipairs({ slots, webhooks, state, line, waiting, owners, caps }) do redis.call('PEXPIRE', key, keyTtl) end
       else
         for key in pairs(H.created) do redis.call('PEXPIRE', key, keyTtl) end
       end
     end
 
-    H.keys = { breaker = breaker, state = state }
+    H.keys = { breaker = breaker }
     return H
   end
 
@@ -270,65 +348,77 @@ export const LEAVE = `${HOST}
   local DROPS = { ['429'] = true, ['503'] = true, refused = true, reset = true, timeout = true }
   local ANSWERS = { ok = true, answered = true, ['429'] = true, ['503'] = true }
   return eachHost(12, 5, function(host)
-    local breaker, state = host.keys.breaker, host.keys.state
+    local breaker = host.keys.breaker
     host.expire()
     -- No breaker: an answer has nothing to close (the usual case, read once per host, not per attempt).
     local closed = redis.call('EXISTS', breaker) == 0
     local function restart()
-      local epoch = redis.call('HINCRBY', state, 'epoch', 1)
-      redis.call('HSET', state, 'wstart', now, 'wcount', 0, 'wother', 0, 'wsum', 0, 'wpeak', host.count)
-      redis.call('HDEL', state, 'wmin')
+      local epoch = tonumber(host.get('epoch') or '0') + 1
+      host.set('epoch', epoch)
+      host.set('wstart', now)
+      host.set('wcount', 0)
+      host.set('wother', 0)
+      host.set('wsum', 0)
+      host.set('wpeak', host.count)
+      host.set('wmin', false)
       return epoch
     end
     local function closeWindow(drop)
-      local w = redis.call('HMGET', state, 'limit', 'wpeak', 'wcount', 'wsum', 'wmin', 'minrtt', 'ceiling', 'minrtt_load',
-        'wother')
+      local g = host.get
+      local w = { g('limit'), g('wpeak'), g('wcount'), g('wsum'), g('wmin'), g('minrtt'), g('ceiling'), g('minrtt_load'),
+        g('wother') }
       local epoch = restart()
-      if drop ~= '' then redis.call('HSET', state, 'cut_at', now) end
-      return { tostring(epoch), w[1] or initial, w[2] or '0', w[3] or '0', w[4] or '0', w[5] or '0', drop, w[6] or '', w[7] or '',
-        w[8] or '', w[9] or '0' }
+      if drop ~= '' then host.set('cut_at', now) end
+      return { tostring(epoch), tostring(w[1] or initial), tostring(w[2] or '0'), tostring(w[3] or '0'),
+        tostring(w[4] or '0'), tostring(w[5] or '0'), drop, tostring(w[6] or ''), tostring(w[7] or ''),
+        tostring(w[8] or ''), tostring(w[9] or '0') }
     end
     -- A window closes once it is old enough and holds enough answers (minSamples, or the limit's worth);
     -- a window not started yet is started by this answer.
-    local function full(wstart, answers, limit, minRtt)
+    local function full(answers, limit)
+      local wstart = host.get('wstart')
       if not wstart then
-        redis.call('HSET', state, 'wstart', now)
+        host.set('wstart', now)
         return false
       end
       -- A host with few answers keeps its window open until it has enough to judge: a decision per answer
       -- would be noise, and a script call per delivery at a host that sees a few a second.
       if answers < math.min(minSamples, limit) then return false end
-      return now - tonumber(wstart) >= math.max(tonumber(minRtt or '0'), minWindow)
+      return now - tonumber(wstart) >= math.max(tonumber(host.get('minrtt') or '0'), minWindow)
     end
     local function sample(signal, latency, admittedAt, excused)
       if DROPS[signal] then
-        if excused or tonumber(admittedAt) < tonumber(redis.call('HGET', state, 'cut_at') or '0') then return {} end
+        if excused or tonumber(admittedAt) < tonumber(host.get('cut_at') or '0') then return {} end
         return closeWindow(signal)
       end
       -- Another answer (not 2xx, 429 or 503) is no latency sample (an error may come faster or slower than
       -- the host's real work); it counts as an answer, so a host answering only errors still closes windows.
       if signal == 'answered' then
-        local w = redis.call('HMGET', state, 'wstart', 'wcount', 'minrtt', 'limit')
-        local answers = redis.call('HINCRBY', state, 'wother', 1) + tonumber(w[2] or '0')
-        if full(w[1], answers, tonumber(w[4] or initial), w[3]) then return closeWindow('') end
+        local other = tonumber(host.get('wother') or '0') + 1
+        host.set('wother', other)
+        if full(other + tonumber(host.get('wcount') or '0'), host.limit()) then return closeWindow('') end
         return {}
       end
       if signal ~= 'ok' then return {} end
-      local w = redis.call('HMGET', state, 'wstart', 'wmin', 'minrtt', 'ceiling', 'limit', 'wother')
       local ms = tonumber(latency)
-      local samples = redis.call('HINCRBY', state, 'wcount', 1)
-      redis.call('HINCRBY', state, 'wsum', ms)
-      if not w[2] or ms < tonumber(w[2]) then redis.call('HSET', state, 'wmin', ms) end
-      local limit = tonumber(w[5] or initial)
-      local fastest = math.min(tonumber(w[3] or ms), tonumber(w[2] or ms), ms)
+      local samples = tonumber(host.get('wcount') or '0') + 1
+      host.set('wcount', samples)
+      host.set('wsum', tonumber(host.get('wsum') or '0') + ms)
+      local wmin = host.get('wmin')
+      if not wmin or ms < tonumber(wmin) then host.set('wmin', ms) end
+      local limit = host.limit()
+      local minRtt = host.get('minrtt')
+      local fastest = math.min(tonumber(minRtt or ms), tonumber(wmin or ms), ms)
       -- Prompt (under decideLimit's queueing line): the host has room, whatever hangs beside this answer.
-      if ms <= fastest * 2 + 100 then redis.call('HSET', state, 'prompt_at', now) end
+      if ms <= fastest * 2 + 100 then host.set('prompt_at', now) end
       -- Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
       -- fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
-      if not w[4] and limit < maxLimit and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
-        redis.call('HSET', state, 'limit', limit + 1, 'reason', 'growth', 'changed_at', now)
+      if not host.get('ceiling') and limit < maxLimit and host.count * 2 >= limit and ms <= fastest * 1.2 + 50 then
+        host.set('limit', limit + 1)
+        host.set('reason', 'growth')
+        host.set('changed_at', now)
       end
-      if full(w[1], samples + tonumber(w[6] or '0'), limit, w[3]) then return closeWindow('') end
+      if full(samples + tonumber(host.get('wother') or '0'), limit) then return closeWindow('') end
       return {}
     end
     local function release(holder, webhookId, signal, latency, admittedAt)
@@ -336,7 +426,7 @@ export const LEAVE = `${HOST}
       -- A timeout while the host answered others promptly is that request's own (a receiver that hangs on
       -- some requests), not the host's load: it neither cuts the limit nor counts towards the breaker.
       local excused = signal == 'timeout'
-        and tonumber(redis.call('HGET', state, 'prompt_at') or '0') >= tonumber(admittedAt)
+        and tonumber(host.get('prompt_at') or '0') >= tonumber(admittedAt)
       if host.free(webhookId .. '|' .. holder) then
         window = sample(signal, latency, admittedAt, excused)
       elseif string.sub(holder, 1, 4) == 'job:' then
@@ -346,6 +436,7 @@ export const LEAVE = `${HOST}
       if ANSWERS[signal] then
         if not closed then
           redis.call('DEL', breaker)
+          host.setGate(0, 0)
           closed = true
         end
         return window
@@ -353,7 +444,7 @@ export const LEAVE = `${HOST}
       -- A breaker switched off (threshold 0) is never opened; the limit still takes the timeout.
       if signal ~= 'timeout' or excused or threshold == 0 then return window end
       closed = false
-      local openUntil = tonumber(redis.call('HGET', breaker, 'open_until') or '0')
+      local openUntil = host.gate()[1]
       -- Already open: attempts that began before it opened change nothing.
       if openUntil > now then return window end
       local fails = redis.call('HINCRBY', breaker, 'fails', 1)
@@ -368,9 +459,13 @@ export const LEAVE = `${HOST}
       redis.call('HSET', breaker, 'open_until', now + cooldown, 'cooldown', cooldown, 'fails', 0)
       redis.call('HDEL', breaker, 'probe_until')
       redis.call('PEXPIRE', breaker, 86400000)
+      host.setGate(now + cooldown, 0)
       -- Paused: it resumes from the least limit. A window closed above is superseded (its epoch is past).
       restart()
-      redis.call('HSET', state, 'limit', ARGV[8], 'reason', 'paused', 'changed_at', now, 'cut_at', now)
+      host.set('limit', ARGV[8])
+      host.set('reason', 'paused')
+      host.set('changed_at', now)
+      host.set('cut_at', now)
       return {}
     end
     return release, host.grant
@@ -383,13 +478,18 @@ export const LEAVE = `${HOST}
  */
 export const DECIDE = `${HOST}
   local host = Host(0, ARGV[6], 0)
-  local state = host.keys.state
-  if redis.call('HGET', state, 'epoch') ~= ARGV[7] then return { {}, woken } end
+  if tostring(host.get('epoch')) ~= ARGV[7] then return { {}, woken } end
   -- An unchanged limit is not written: answers since the window closed may have grown it (slow start).
-  if ARGV[10] ~= '' then redis.call('HSET', state, 'limit', ARGV[8]) end
-  if ARGV[9] ~= '' then redis.call('HSET', state, 'minrtt', ARGV[9], 'minrtt_load', ARGV[12]) end
-  if ARGV[11] ~= '' then redis.call('HSET', state, 'ceiling', ARGV[11]) else redis.call('HDEL', state, 'ceiling') end
-  if ARGV[10] ~= '' then redis.call('HSET', state, 'reason', ARGV[10], 'changed_at', now) end
+  if ARGV[10] ~= '' then host.set('limit', ARGV[8]) end
+  if ARGV[9] ~= '' then
+    host.set('minrtt', ARGV[9])
+    host.set('minrtt_load', ARGV[12])
+  end
+  host.set('ceiling', ARGV[11] ~= '' and ARGV[11])
+  if ARGV[10] ~= '' then
+    host.set('reason', ARGV[10])
+    host.set('changed_at', now)
+  end
   host.expire()
   -- The room a raised limit made may wake as many waiters.
   host.freed = math.max(0, host.limit() - host.count)
