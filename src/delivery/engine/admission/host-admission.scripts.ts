@@ -171,10 +171,8 @@ const HOST = `
     function H.grant()
       local budget = H.freed
       H.freed = 0
-      -- Nobody in line (the usual case at a host with room), or one workspace and no slot freed: nothing to give.
-      if not anyWaiting() then return end
-      local inLine = redis.call('ZCARD', line)
-      if inLine == 0 or (inLine < 2 and budget <= 0) or H.paused() then return end
+      -- Nobody in line: the usual case at a host with room, read once per call (anyWaiting).
+      if not anyWaiting() or H.paused() then return end
       local limit = H.limit()
       while H.count < limit do
         local fair = redis.call('ZCARD', line) >= 2
