@@ -15,6 +15,8 @@ AS $function$
 -- scan of deliveries_host_due_idx (one probe per webhook, not per delivery), and each webhook's due ones by
 -- the same index: the cost follows the host's webhooks and the batch, never its backlog. Each webhook gives
 -- at most twice its even part of the batch, so a host shared by many webhooks reads a batch's worth.
+-- Turns count what each webhook and workspace has in flight already: one workspace's burst holds the
+-- host's room only until another workspace has a delivery due (fair queuing by attempts in flight).
 BEGIN
 RETURN QUERY
   WITH RECURSIVE hooks(wid) AS (
@@ -24,19 +26,25 @@ RETURN QUERY
     SELECT (SELECT d.webhook_id FROM deliveries d WHERE d.host = p_host AND d.status = 'pending' AND d.webhook_id > h.wid
             ORDER BY d.webhook_id LIMIT 1)
     FROM hooks h WHERE h.wid IS NOT NULL
+  ), busy AS (
+    SELECT b.wid, b.n FROM unnest(p_busy_webhooks, p_busy_counts) AS b(wid, n)
+  ), busy_workspaces AS (
+    SELECT w.workspace_id, sum(b.n)::integer AS n FROM busy b
+    CROSS JOIN LATERAL (SELECT w.workspace_id FROM webhooks w WHERE w.id = b.wid OFFSET 0) w
+    GROUP BY w.workspace_id
   ), open AS (
-    SELECT w.id, w.workspace_id, w.url,
+    SELECT w.id, w.workspace_id, w.url, COALESCE(b.n, 0) AS busy,
            LEAST(COALESCE(w.max_in_flight, p_default_cap) - COALESCE(b.n, 0), p_room) AS room,
            count(*) OVER () AS hooks
     FROM hooks h
     -- OFFSET 0 keeps this a subquery, run per webhook: read by key whatever the estimates.
     CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = h.wid OFFSET 0) w
-    LEFT JOIN unnest(p_busy_webhooks, p_busy_counts) AS b(wid, n) ON b.wid = w.id
+    LEFT JOIN busy b ON b.wid = w.id
     WHERE h.wid IS NOT NULL AND w.removed_at IS NULL AND w.disabled_at IS NULL
       AND NOT w.workspace_id = ANY(p_full_workspaces)
   ), due AS (
     SELECT d.id, d.created_at, d.next_attempt_at, o.id AS webhook_id, o.workspace_id, o.url, d.next_trigger, d.trace,
-           row_number() OVER (PARTITION BY o.id ORDER BY d.next_attempt_at, d.id) AS turn
+           o.busy + row_number() OVER (PARTITION BY o.id ORDER BY d.next_attempt_at, d.id) AS turn
     FROM open o
     CROSS JOIN LATERAL (
       SELECT d.id, d.created_at, d.next_attempt_at, d.next_trigger, d.trace FROM deliveries d
@@ -47,8 +55,9 @@ RETURN QUERY
       LIMIT GREATEST(0, LEAST(o.room, 2 * ceil(p_room::numeric / o.hooks)::integer))
     ) d
   ), ranked AS (
-    SELECT due.*, row_number() OVER (PARTITION BY due.workspace_id ORDER BY due.turn, due.next_attempt_at) AS ws_turn
-    FROM due
+    SELECT due.*, COALESCE(bw.n, 0)
+             + row_number() OVER (PARTITION BY due.workspace_id ORDER BY due.turn, due.next_attempt_at) AS ws_turn
+    FROM due LEFT JOIN busy_workspaces bw ON bw.workspace_id = due.workspace_id
   )
   SELECT r.id, r.created_at, r.webhook_id, r.workspace_id, r.url, r.next_trigger, r.trace
   FROM ranked r ORDER BY r.ws_turn, r.next_attempt_at, r.id LIMIT p_room;
