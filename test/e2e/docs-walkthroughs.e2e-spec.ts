@@ -80,9 +80,11 @@ describe('the walkthroughs of the docs, against a started service', () => {
     ensureBuilt();
     config = await createTestDatabaseConfig();
     const port = await freePort();
+    const metricsPort = await freePort();
     // As `npm start` runs it in development: the worker in the api, the demo workspace, private targets allowed.
     api = spawnProcess('dist/main.js', config, {
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       WORKER_ENABLED: 'true',
       SEED_DEMO: 'true',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -98,7 +100,14 @@ describe('the walkthroughs of the docs, against a started service', () => {
     env = {
       PATH: [dirname(process.execPath), process.env.PATH].join(delimiter),
       HOME: process.env.HOME ?? tmpdir(),
+      // The service's own settings, so that the CLI a page runs reads the same database.
+      NODE_ENV: 'test',
+      DATABASE_URL: config.databaseUrl,
+      REDIS_URL: config.redisUrl,
+      QUEUE_PREFIX: config.queuePrefix,
+      LOG_LEVEL: 'warn',
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       API: apiUrl,
       KEY: DEMO_API_KEY,
       RECEIVER_PORT: String(await freePort()),
