@@ -186,7 +186,7 @@ export function tracingSection(tracing) {
   const header = modes.map((mode) => `${mode} | ${mode} against off`).join(' | ');
   return `## Tracing
 
-The cost of OpenTelemetry traces (README, "Traces"): ${tracing.rounds} rounds, each running the one-worker
+The cost of OpenTelemetry traces (docs/running.md, "Traces"): ${tracing.rounds} rounds, each running the one-worker
 throughput and the 300/s latency runs above with an api and a worker of their own, first with tracing off
 (no \`OTEL_EXPORTER_OTLP_ENDPOINT\`: the SDK is not loaded), then on, exporting every span to a local
 OTLP/HTTP sink in the bench process that answers at once (exported KB: what it received in that run).
