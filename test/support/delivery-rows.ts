@@ -41,9 +41,11 @@ export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: D
   const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
   await t.dataSource.query(
     `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
-       next_attempt_at, created_at, updated_at, completed_at)
-     SELECT r.id, $1, $2, $3, $4, r.status, 8,
-       CASE WHEN r.status = 'pending' THEN now() + interval '1 day' END, r.created_at, r.created_at, r.completed_at
+       next_attempt_at, host, created_at, updated_at, completed_at)
+     SELECT r.id, $1, $2::varchar, $3, $4, r.status, 8,
+       CASE WHEN r.status = 'pending' THEN now() + interval '1 day' END,
+       CASE WHEN r.status = 'pending' THEN (SELECT url_destination(w.url) FROM webhooks w WHERE w.id = $2::varchar) END,
+       r.created_at, r.created_at, r.completed_at
      FROM unnest($5::varchar[], $6::varchar[], $7::timestamptz[], $8::timestamptz[])
        AS r(id, status, created_at, completed_at)`,
     [
