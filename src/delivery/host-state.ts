@@ -17,6 +17,8 @@ export interface StoredHost {
   cooldownMs: number;
   /** Attempts in flight when it was saved. */
   inFlight: number;
+  /** How many drains (lanes, by webhook) share the host, as its first lane last decided. */
+  lanes: number;
 }
 
 /** What a host's admission shows: its current limit, attempts in flight, and why and when the limit last changed. */
@@ -31,7 +33,18 @@ export interface HostState {
 const KEY_TTL_MS = 3_600_000;
 // A scrape lists at most this many hosts, the most recently drained first.
 const MAX_LISTED = 1_000;
-const FIELDS = ['limit', 'minrtt', 'minrtt_load', 'ceiling', 'reason', 'changed_at', 'open_until', 'cooldown', 'inflight'];
+const FIELDS = [
+  'limit',
+  'minrtt',
+  'minrtt_load',
+  'ceiling',
+  'reason',
+  'changed_at',
+  'open_until',
+  'cooldown',
+  'inflight',
+  'lanes',
+];
 
 /**
  * Hosts' admission state in Redis, one hash per host under its shard's prefix (in the slot of its wake),
@@ -77,6 +90,7 @@ export class HostStates {
       open_until: state.openUntil,
       cooldown: state.cooldownMs,
       inflight: state.inFlight,
+      lanes: state.lanes,
     };
     const registry = `${this.prefixOf(host)}:hosts`;
     await this.redis
@@ -137,7 +151,7 @@ export class HostStates {
   }
 
   private parse(values: (string | null)[]): StoredHost {
-    const [limit, minRtt, minRttLoad, ceiling, reason, changedAt, openUntil, cooldown, inFlight] = values;
+    const [limit, minRtt, minRttLoad, ceiling, reason, changedAt, openUntil, cooldown, inFlight, lanes] = values;
     const number = (value: string | null) => (value ? Number(value) : null);
     return {
       limit: number(limit) ?? this.config.hostLimit.initial,
@@ -148,6 +162,7 @@ export class HostStates {
       openUntil: number(openUntil) ?? 0,
       cooldownMs: number(cooldown) ?? 0,
       inFlight: number(inFlight) ?? 0,
+      lanes: number(lanes) ?? 1,
     };
   }
 }

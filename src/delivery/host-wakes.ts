@@ -11,9 +11,10 @@ import { withTimeout } from '../core/with-timeout.js';
 export const DELIVERY_QUEUE = 'deliveries';
 export const DRAIN_JOB = 'drain';
 
-/** A host's wake: the host to drain. */
+/** A host's wake: the host to drain; a lane above 0 is one more worker's part of a busy host (DESIGN 5). */
 export interface DrainJobData {
   host: string;
+  lane?: number;
 }
 
 /** A host whose deliveries fall due at `at` (now when absent). */
@@ -25,8 +26,9 @@ export interface Wake {
 /** The host of a url as deliveries name it (url_destination in SQL agrees for the urls webhooks accept). */
 export const destinationOf = (url: string): string => new URL(url).host;
 
-/** A host's one wake job; BullMQ refuses ':' in an id, which a host:port has. */
-export const drainJobId = (host: string): string => `drain|${host.replaceAll(':', '|')}`;
+/** A host's one wake job (its lane 0), or its lane's; BullMQ refuses ':' in an id, which a host:port has. */
+export const drainJobId = (host: string, lane = 0): string =>
+  `drain|${host.replaceAll(':', '|')}${lane > 0 ? `#${lane}` : ''}`;
 
 /** A wake is done once it ran: its drain leaves the next one. Failures (Redis trouble) come back soon. */
 const WAKE_JOB_OPTIONS: JobsOptions = {
@@ -186,6 +188,17 @@ export class HostWakes {
   private async moveEarlier(shard: number, { host, at }: Wake): Promise<void> {
     const job = new Job<DrainJobData>(this.queues[shard], DRAIN_JOB, { host }, {}, drainJobId(host));
     await job.changeDelay(delayOf(at)).catch(() => undefined);
+  }
+
+  /** Drains for lanes 1 to lanes - 1 of a busy host, each on whichever worker takes it; one that runs is left alone. */
+  async addLanes(host: string, lanes: number): Promise<void> {
+    if (lanes <= 1) return;
+    const jobs = Array.from({ length: lanes - 1 }, (_, i) => ({
+      name: DRAIN_JOB,
+      data: { host, lane: i + 1 },
+      opts: { ...WAKE_JOB_OPTIONS, jobId: drainJobId(host, i + 1) },
+    }));
+    await this.queueOf(host).addBulk(jobs);
   }
 
   /** A drain starts: what was marked before is committed, so its first look sees it. */

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DelayedError, Worker, type Job } from 'bullmq';
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
@@ -19,8 +20,11 @@ const MARK_LOOK_MS = 100;
 // Due deliveries this worker may not take now (their workspaces at their share here, or the worker full):
 // looked at again when a socket comes back, or after this long.
 const BLOCKED_LOOK_MS = 250;
-// A state changed by answers is saved at most this often (a window is at least 100 ms anyway).
+// A state changed by answers is saved at most this often (a window is at least 100 ms anyway); a host
+// drained in lanes shares it through Redis at this pace.
 const SAVE_EVERY_MS = 100;
+// Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
+const LANES_LOOK_MS = 1_000;
 
 /** Wakes whoever waits for the next answer; a drain checks its state, then waits, with no await between. */
 class Signal {
@@ -37,9 +41,10 @@ class Signal {
   }
 }
 
-/** One drain of one host: what it holds while its wake job runs. */
+/** One drain of one host (or of one lane of it): what it holds while its job runs. */
 interface Drain {
   host: string;
+  lane: number;
   admission: HostAdmission;
   /** Webhook -> its attempts in flight here, for its cap. */
   busy: Map<string, number>;
@@ -49,6 +54,8 @@ interface Drain {
   retryAt: number;
   savedAt: number;
   dirty: boolean;
+  /** A lane above the host's lanes now: it ends once its attempts have. */
+  retired: boolean;
 }
 
 /**
@@ -57,7 +64,10 @@ interface Drain {
  * another worker resumes the drain). A drain picks the host's due deliveries within admission, attempts
  * them (each claims, sends and records; records go to Postgres in batches), picks again as answers free
  * room, and when nothing more is due leaves its job delayed to the host's next due time (or completes it
- * when nothing is pending) by the protocol HostWakes states.
+ * when nothing is pending) by the protocol HostWakes states. A host whose limit is more than one worker
+ * should hold (half its sockets) is drained in lanes by webhook: lane 0, the host's wake, adds a job per
+ * other lane, which any worker takes; each lane holds its share of the host's limit and ends when its
+ * webhooks have nothing due (HostAdmission).
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -81,6 +91,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       const worker = new Worker<DrainJobData>(DELIVERY_QUEUE, (job, token) => this.drain(job, token), {
         connection: this.redis.connection('worker'),
         prefix,
+        // Shown on each job it runs (processedBy, and in the queue dashboard): which worker drains a host.
+        name: `${hostname()}:${process.pid}`,
         // Drains, not attempts: one per host with due work. Sockets are bounded by WORKER_CONCURRENCY
         // across them (WorkerShare); a drain waiting for its host holds none.
         concurrency: this.config.workerConcurrency * 2,
@@ -89,7 +101,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         maxStalledCount: 1_000,
       });
       this.redis.logErrors('worker', worker);
-      worker.on('completed', (job) => void this.afterIdle(job.data.host));
+      worker.on('completed', (job) => {
+        if (!job.data.lane) void this.afterIdle(job.data.host);
+      });
       worker.on('failed', (job, error) => this.logFailure(job, error));
       return worker;
     });
@@ -100,19 +114,23 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Drains the host; returns when nothing is pending there, or leaves the job delayed (DelayedError). */
   async drain(job: Job<DrainJobData>, token?: string): Promise<string> {
-    const { host } = job.data;
+    const { host, lane = 0 } = job.data;
     const drain: Drain = {
       host,
-      admission: this.admission.host(await this.states.load(host)),
+      lane,
+      admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
       attempts: new Set(),
       answered: new Signal(),
       retryAt: Infinity,
       savedAt: Date.now(),
       dirty: false,
+      retired: false,
     };
+    if (lane >= drain.admission.lanes) return 'retired';
     // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
-    await this.wakes.clearRewake(host);
+    if (lane === 0) await this.wakes.clearRewake(host);
+    await this.wakes.addLanes(host, lane === 0 ? drain.admission.lanes : 0);
     try {
       await this.run(drain);
     } finally {
@@ -126,7 +144,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private async run(drain: Drain): Promise<void> {
     const { admission } = drain;
     for (;;) {
-      if (this.closing || admission.pausedUntil()) {
+      if (this.closing || drain.retired || admission.pausedUntil()) {
         if (admission.inFlight === 0) return;
         await this.waitForAnswer(drain, Infinity);
         continue;
@@ -141,6 +159,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
           busy: drain.busy,
           defaultCap: this.admission.defaultCap,
           fullWorkspaces: share.full(),
+          lane: drain.lane,
+          lanes: admission.lanes,
         });
         for (const delivery of picked) if (this.start(drain, delivery)) started++;
         if (started === room) continue; // more may be due: pick again while there is room
@@ -222,7 +242,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const controller = new AbortController();
     if (until !== Infinity) {
       const timer = sleep(until, undefined, { signal: controller.signal });
-      waits.push(timer.then(() => (until === toRetry ? 'retry' : 'timeout'), () => 'timeout'));
+      waits.push(
+        timer.then(
+          () => (until === toRetry ? 'retry' : 'timeout'),
+          () => 'timeout',
+        ),
+      );
     }
     const woken = await Promise.race(waits);
     controller.abort();
@@ -236,12 +261,30 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return mark !== null && mark.getTime() <= Date.now();
   }
 
+  /**
+   * Saves what the answers changed, at most every SAVE_EVERY_MS. Lane 0 also sets the lanes the limit calls
+   * for (and adds their jobs); with several lanes each then takes what the others saved (last write wins).
+   */
   private saveSoon(drain: Drain): void {
     const now = Date.now();
-    if (!drain.dirty || now - drain.savedAt < SAVE_EVERY_MS) return;
-    drain.dirty = false;
+    const { admission, host, lane } = drain;
+    if (now - drain.savedAt < SAVE_EVERY_MS) return;
+    if (lane === 0 && admission.setLanes(this.admission.lanesFor(admission.limit))) {
+      drain.dirty = true;
+      void this.wakes.addLanes(host, admission.lanes).catch(() => undefined);
+    }
+    if (!drain.dirty && admission.lanes === 1 && lane === 0) return;
     drain.savedAt = now;
-    void this.states.save(drain.host, drain.admission.stored()).catch(() => undefined);
+    const saved = drain.dirty ? this.states.save(host, admission.stored()) : Promise.resolve();
+    drain.dirty = false;
+    if (admission.lanes === 1 && lane === 0) return void saved.catch(() => undefined);
+    void saved
+      .then(() => this.states.load(host))
+      .then((stored) => {
+        admission.follow(stored);
+        if (lane > 0 && lane >= admission.lanes) drain.retired = true;
+      })
+      .catch(() => undefined);
   }
 
   /**
@@ -251,9 +294,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
    */
   private async leave(job: Job<DrainJobData>, token: string | undefined, drain: Drain): Promise<string> {
     const { host, admission } = drain;
+    // Another lane's end: lane 0 holds the host's wake.
+    if (drain.lane > 0) return 'idle';
     const next = await this.store.nextDue(host);
     if (next === null && !admission.pausedUntil()) return 'idle';
-    const at = Math.max(next?.getTime() ?? 0, admission.pausedUntil(), Date.now() + 1);
+    // With lanes, the others' deliveries may be due now: lane 0 looks again shortly, adding their jobs.
+    const lanesLook = admission.lanes > 1 ? Date.now() + LANES_LOOK_MS : 0;
+    const at = Math.max(next?.getTime() ?? 0, admission.pausedUntil(), lanesLook, Date.now() + 1);
     try {
       await job.moveToDelayed(at, token);
     } catch (error) {
@@ -277,7 +324,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** A receiver's failure is its attempt's record; this is Postgres or Redis trouble, retried shortly. */
   private logFailure(job: Job<DrainJobData> | undefined, error: Error): void {
-    this.logger.warn({ msg: 'Host drain failed; its wake runs again shortly', host: job?.data.host, error: error.message });
+    this.logger.warn({
+      msg: 'Host drain failed; its wake runs again shortly',
+      host: job?.data.host,
+      error: error.message,
+    });
   }
 
   /** Stops taking wakes and lets the drains end their attempts in flight, each bounded by its timeout. */

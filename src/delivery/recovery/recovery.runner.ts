@@ -143,11 +143,7 @@ export class RecoveryRunner {
   }
 
   /** Ends the recovery and writes its recovery.completed event in the same transaction (DESIGN 10). */
-  private async complete(
-    manager: EntityManager,
-    recovery: RecoveryEntity,
-    lastBatch: number,
-  ): Promise<string[]> {
+  private async complete(manager: EntityManager, recovery: RecoveryEntity, lastBatch: number): Promise<string[]> {
     const completedAt = await this.end(manager, recovery.id, 'completed');
     const event = operationalEvent(recovery.workspaceId, 'recovery.completed', {
       recoveryId: recovery.id,

@@ -78,6 +78,9 @@ export interface PickRequest {
   defaultCap: number;
   /** Workspaces at their share of this worker's sockets. */
   fullWorkspaces: string[];
+  /** The drain's lane of the host's `lanes` (one unless the host is drained by several workers). */
+  lane: number;
+  lanes: number;
 }
 
 /** A delivery whose attempt was just recorded: its id and created_at (its partition). */
@@ -273,7 +276,7 @@ export class DeliveryStore {
   }
 
   /** pick: a host's due deliveries for its drain (HOST_PICK). */
-  pick({ host, room, busy, defaultCap, fullWorkspaces }: PickRequest): Promise<PickedDelivery[]> {
+  pick({ host, room, busy, defaultCap, fullWorkspaces, lane, lanes }: PickRequest): Promise<PickedDelivery[]> {
     return queryPrepared<PickedDelivery>(this.dataSource, HOST_PICK, [
       host,
       room,
@@ -281,6 +284,8 @@ export class DeliveryStore {
       [...busy.values()],
       defaultCap,
       fullWorkspaces,
+      lane,
+      lanes,
     ]);
   }
 

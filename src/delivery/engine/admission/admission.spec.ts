@@ -1,5 +1,5 @@
 import type { StoredHost } from '../../host-state.js';
-import { HostAdmission, type HostSignal } from './admission.js';
+import { HostAdmission, laneShare, lanesFor, type HostSignal } from './admission.js';
 
 const BOUNDS = { initial: 20, min: 1, max: 1000 };
 const BREAKER = { threshold: 3, cooldownMs: 1_000 };
@@ -14,6 +14,7 @@ const fresh = (over: Partial<StoredHost> = {}): StoredHost => ({
   openUntil: 0,
   cooldownMs: 0,
   inFlight: 0,
+  lanes: 1,
   ...over,
 });
 
@@ -105,5 +106,23 @@ describe('HostAdmission (the host rules of DESIGN 5)', () => {
     for (let i = 0; i < 3; i++) host.answered({ signal: 'timeout', latencyMs: 1_000, startedAt: T0 }, T0 + 1_000);
     expect(host.limit).toBe(20);
     expect(host.pausedUntil(T0 + 1_000)).toBe(0);
+  });
+});
+
+describe('lanes: a host drained by several workers', () => {
+  it('splits a limit into parts that add up to it, one lane per half a worker of it, at most 8', () => {
+    expect([0, 1, 2].map((lane) => laneShare(20, lane, 3))).toEqual([7, 7, 6]);
+    expect([0, 1, 2, 3].map((lane) => laneShare(2, lane, 4))).toEqual([1, 1, 0, 0]);
+    expect(lanesFor(20, 250)).toBe(1);
+    expect(lanesFor(600, 250)).toBe(3);
+    expect(lanesFor(100_000, 250)).toBe(8);
+  });
+
+  it("holds each lane to its share of the host's limit", () => {
+    const lane = new HostAdmission(fresh({ limit: 20, lanes: 4 }), BOUNDS, BREAKER, 3);
+    for (let i = 0; i < 4; i++) lane.started();
+    expect(lane.room(T0)).toBe(1);
+    lane.follow(fresh({ limit: 8, lanes: 4 }));
+    expect(lane.room(T0)).toBe(0);
   });
 });

@@ -48,11 +48,23 @@ interface Window {
   peak: number;
 }
 
+/** Lanes a host with this limit is drained in: one per `perLane` of its limit, at most MAX_LANES. */
+export const MAX_LANES = 8;
+export const lanesFor = (limit: number, perLane: number): number =>
+  Math.max(1, Math.min(MAX_LANES, Math.ceil(limit / Math.max(1, perLane))));
+
+/** Lane `lane`'s part of `total` split over `lanes`: the parts add up to the total. */
+export const laneShare = (total: number, lane: number, lanes: number): number =>
+  Math.floor(total / lanes) + (lane < total % lanes ? 1 : 0);
+
 /**
  * One host's admission while a drain holds it (DESIGN 5, the rules): the adaptive limit (decideLimit states
  * the rule; this feeds it one window at a time and grows it per prompt answer in slow start) and the
  * breaker, its other end. It starts from what the host's last drain left (HostStates) and the drain saves
- * it back when it changes. In flight counts this drain's attempts: the drain is the host's only sender.
+ * it back when it changes. A host whose limit is more than one worker should hold is drained in lanes by
+ * webhook (several workers), each lane holding its share of the limit; lane 0, the host's wake, decides
+ * the limit, the breaker and the number of lanes from its own answers (a sample of the host's), and the
+ * other lanes follow what it saves. In flight counts this lane's attempts.
  */
 export class HostAdmission {
   inFlight = 0;
@@ -69,6 +81,7 @@ export class HostAdmission {
     stored: StoredHost,
     private readonly bounds: LimitBounds,
     private readonly breaker: { threshold: number; cooldownMs: number },
+    readonly lane = 0,
   ) {
     this.state = { ...stored, limit: Math.min(bounds.max, Math.max(bounds.min, stored.limit)) };
     this.window = this.fresh(Date.now());
@@ -78,6 +91,32 @@ export class HostAdmission {
     return this.state.limit;
   }
 
+  get lanes(): number {
+    return Math.max(1, this.state.lanes);
+  }
+
+  /** Lane 0 sets how many lanes drain the host; true when that changed. */
+  setLanes(lanes: number): boolean {
+    if (lanes === this.state.lanes) return false;
+    this.state = { ...this.state, lanes };
+    return true;
+  }
+
+  /** Another lane takes what lane 0 last saved: the limit, the breaker, the lanes. */
+  follow(stored: StoredHost): void {
+    this.state = { ...stored, limit: Math.min(this.bounds.max, Math.max(this.bounds.min, stored.limit)) };
+  }
+
+  /** This lane's part of the limit (all of it with one lane). */
+  private get share(): number {
+    return laneShare(this.state.limit, this.lane, this.lanes);
+  }
+
+  /** The host's attempts in flight, as this lane can tell: its own, times the lanes. */
+  private get hostInFlight(): number {
+    return this.inFlight * this.lanes;
+  }
+
   /** When the breaker's pause ends (ms), or 0 when the host is not paused. */
   pausedUntil(now = Date.now()): number {
     return this.state.openUntil > now ? this.state.openUntil : 0;
@@ -85,12 +124,12 @@ export class HostAdmission {
 
   /** How many more attempts may start now. */
   room(now = Date.now()): number {
-    return this.pausedUntil(now) ? 0 : Math.max(0, this.state.limit - this.inFlight);
+    return this.pausedUntil(now) ? 0 : Math.max(0, this.share - this.inFlight);
   }
 
   started(): void {
     this.inFlight++;
-    this.window.peak = Math.max(this.window.peak, this.inFlight);
+    this.window.peak = Math.max(this.window.peak, this.hostInFlight);
   }
 
   /** An attempt ended; true when the limit or the breaker changed (the drain saves the state then). */
@@ -155,7 +194,8 @@ export class HostAdmission {
     // Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
     // fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
     const { limit, ceiling } = this.state;
-    if (ceiling === null && limit < this.bounds.max && (this.inFlight + 1) * 2 >= limit && latencyMs <= fastest * 1.2 + 50) {
+    const inUse = (this.inFlight + 1) * this.lanes * 2 >= limit;
+    if (ceiling === null && limit < this.bounds.max && inUse && latencyMs <= fastest * 1.2 + 50) {
       this.state = { ...this.state, limit: limit + 1, lastChange: { reason: 'growth', at: now } };
       grown = true;
     }
@@ -200,7 +240,7 @@ export class HostAdmission {
   }
 
   private fresh(now: number): Window {
-    return { start: now, samples: 0, other: 0, sum: 0, min: Infinity, peak: this.inFlight };
+    return { start: now, samples: 0, other: 0, sum: 0, min: Infinity, peak: this.hostInFlight };
   }
 }
 
@@ -230,9 +270,14 @@ export class Admission implements OnModuleDestroy {
     this.loopDelay.disable();
   }
 
-  /** A drain's admission at its host, from what the host's last drain left. */
-  host(stored: StoredHost): HostAdmission {
-    return new HostAdmission(stored, this.config.hostLimit, this.config.breaker);
+  /** A drain's admission at its host (in lane `lane`), from what the host's last drain left. */
+  host(stored: StoredHost, lane = 0): HostAdmission {
+    return new HostAdmission(stored, this.config.hostLimit, this.config.breaker, lane);
+  }
+
+  /** How many lanes a host with this limit is drained in: what one worker should hold is half its sockets. */
+  lanesFor(limit: number): number {
+    return lanesFor(limit, Math.floor(this.config.workerConcurrency / 2));
   }
 
   /** The default per-webhook cap. */

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION public.pick_host_deliveries(p_host character varying, p_room integer, p_busy_webhooks character varying[], p_busy_counts integer[], p_default_cap integer, p_full_workspaces character varying[])
+CREATE OR REPLACE FUNCTION public.pick_host_deliveries(p_host character varying, p_room integer, p_busy_webhooks character varying[], p_busy_counts integer[], p_default_cap integer, p_full_workspaces character varying[], p_lane integer, p_lanes integer)
  RETURNS TABLE(id character varying, created_at timestamp with time zone, webhook_id character varying, workspace_id character varying, url character varying, next_trigger character varying, trace jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -15,6 +15,8 @@ AS $function$
 -- scan of deliveries_host_due_idx (one probe per webhook, not per delivery), and each webhook's due ones by
 -- the same index: the cost follows the host's webhooks and the batch, never its backlog. Each webhook gives
 -- at most twice its even part of the batch, so a host shared by many webhooks reads a batch's worth.
+-- A host drained in lanes (several workers) splits by webhook: lane p_lane of p_lanes takes the webhooks
+-- whose id hashes to it, so each webhook's cap is held by one drain.
 -- Turns count what each webhook and workspace has in flight already: one workspace's burst holds the
 -- host's room only until another workspace has a delivery due (fair queuing by attempts in flight).
 BEGIN
@@ -42,6 +44,7 @@ RETURN QUERY
     LEFT JOIN busy b ON b.wid = w.id
     WHERE h.wid IS NOT NULL AND w.removed_at IS NULL AND w.disabled_at IS NULL
       AND NOT w.workspace_id = ANY(p_full_workspaces)
+      AND (p_lanes = 1 OR mod(abs(hashtext(w.id)), p_lanes) = p_lane)
   ), due AS (
     SELECT d.id, d.created_at, d.next_attempt_at, o.id AS webhook_id, o.workspace_id, o.url, d.next_trigger, d.trace,
            o.busy + row_number() OVER (PARTITION BY o.id ORDER BY d.next_attempt_at, d.id) AS turn
