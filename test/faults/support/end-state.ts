@@ -303,7 +303,7 @@ export async function settleCheckAndReport(s: Scenario, f: Finish): Promise<EndS
     state.failures.unshift(`only ${accepted} of ${f.results.length} submissions accepted`);
   }
   if (pending > 0) {
-    // Where the first ones' jobs are, right after the count: the summary shows the first three failures.
+    // Why the first ones wait (their hosts' wakes), right after the count: the summary shows the first three failures.
     state.failures.unshift(...(await whereStuck(s, 2)));
     state.failures.unshift(`${pending} deliveries still pending after ${f.settleTimeoutMs ?? 90_000} ms`);
   }
