@@ -151,14 +151,16 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       }
       const share = this.admission.share;
       const room = Math.min(admission.room(), share.free);
+      const fullWorkspaces = share.full();
       let started = 0;
+      let picked: PickedDelivery[] = [];
       if (room > 0) {
-        const picked = await this.store.pick({
+        picked = await this.store.pick({
           host: drain.host,
           room,
           busy: drain.busy,
           defaultCap: this.admission.defaultCap,
-          fullWorkspaces: share.full(),
+          fullWorkspaces,
           lane: drain.lane,
           lanes: admission.lanes,
         });
@@ -172,8 +174,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         }
         continue;
       }
-      // Nothing in flight here: done unless due deliveries wait for this worker's sockets.
-      if (room > 0 || share.free > 0) return;
+      // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (their
+      // workspaces' share, held by other drains here), which one coming back may let through.
+      const blocked =
+        started < picked.length ||
+        share.free === 0 ||
+        (fullWorkspaces.length > 0 && ((await this.store.nextDue(drain.host))?.getTime() ?? Infinity) <= Date.now());
+      if (!blocked) return;
       await Promise.race([share.freed(), sleep(BLOCKED_LOOK_MS)]);
     }
   }
@@ -300,7 +307,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (next === null && !admission.pausedUntil()) return 'idle';
     // With lanes, the others' deliveries may be due now: lane 0 looks again shortly, adding their jobs.
     const lanesLook = admission.lanes > 1 ? Date.now() + LANES_LOOK_MS : 0;
-    const at = Math.max(next?.getTime() ?? 0, admission.pausedUntil(), lanesLook, Date.now() + 1);
+    // Due now yet not taken (another drain's lease ran out meanwhile, say): not at once, so no drain spins.
+    const soonest = Date.now() + (next !== null && next.getTime() <= Date.now() ? MARK_LOOK_MS : 1);
+    const at = Math.max(next?.getTime() ?? 0, admission.pausedUntil(), lanesLook, soonest);
     try {
       await job.moveToDelayed(at, token);
     } catch (error) {
