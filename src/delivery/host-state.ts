@@ -47,6 +47,50 @@ const FIELDS = [
 ];
 
 /**
+ * Saves a lane's view of its host into the host's hash, merged with what other lanes saved meanwhile: a
+ * cut of the limit always stands, growth only over the limit it grew from (`base`), so a lane's growth
+ * never undoes another's cut; a pause holds until it ends, whoever saves; the lanes are lane 0's to set;
+ * each lane's attempts in flight are its own field. KEYS: the hash, the shard's registry. ARGV: now, key
+ * TTL, host, lane, base, then FIELDS' values in order.
+ */
+const SAVE_HOST = `
+  local now, lane, base = tonumber(ARGV[1]), ARGV[4], ARGV[5]
+  local v = {}
+  for i, name in ipairs({ 'limit', 'minrtt', 'minrtt_load', 'ceiling', 'reason', 'changed_at', 'open_until',
+                          'cooldown', 'inflight', 'lanes' }) do v[name] = ARGV[5 + i] end
+  local cur = redis.call('HMGET', KEYS[1], 'limit', 'open_until')
+  local stored, storedOpen = tonumber(cur[1]), tonumber(cur[2] or '0') or 0
+  local out = {}
+  if not stored or tonumber(v.limit) <= stored or base == '' or tonumber(base) == stored then
+    for _, name in ipairs({ 'limit', 'minrtt', 'minrtt_load', 'ceiling', 'reason', 'changed_at' }) do
+      table.insert(out, name)
+      table.insert(out, v[name])
+    end
+  end
+  local mine = tonumber(v.open_until)
+  if (mine > 0 and mine >= storedOpen) or (mine == 0 and storedOpen <= now) then
+    table.insert(out, 'open_until')
+    table.insert(out, v.open_until)
+    table.insert(out, 'cooldown')
+    table.insert(out, v.cooldown)
+  end
+  if lane == '0' then
+    table.insert(out, 'lanes')
+    table.insert(out, v.lanes)
+  end
+  table.insert(out, 'inflight:' .. lane)
+  table.insert(out, v.inflight)
+  redis.call('HSET', KEYS[1], unpack(out))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('ZADD', KEYS[2], now, ARGV[3])
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[2]))
+  return 1`;
+
+type HostRedis = RedisClient & {
+  saveHost(...keysAndArgs: (string | number)[]): Promise<number>;
+};
+
+/**
  * Hosts' admission state in Redis, one hash per host under its shard's prefix (in the slot of its wake),
  * and per shard a sorted set of the hosts by when their state was last saved: /metrics and a webhook's
  * health read those, never the keyspace. A drain loads its host's state when it starts and saves it
@@ -55,14 +99,15 @@ const FIELDS = [
 @Injectable()
 export class HostStates {
   private readonly layout: QueueLayout;
-  private readonly redis: RedisClient;
+  private readonly redis: HostRedis;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     redis: RedisClients,
   ) {
     this.layout = QueueLayout.of(config);
-    this.redis = redis.get('admission');
+    this.redis = redis.get('admission') as HostRedis;
+    this.redis.defineCommand('saveHost', { numberOfKeys: 2, lua: SAVE_HOST });
   }
 
   private prefixOf(host: string): string {
@@ -74,32 +119,25 @@ export class HostStates {
   }
 
   async load(host: string): Promise<StoredHost> {
-    const values = await this.redis.hmget(this.keyOf(host), ...FIELDS);
-    return this.parse(values);
+    return this.parse(await this.redis.hgetall(this.keyOf(host)));
   }
 
-  async save(host: string, state: StoredHost): Promise<void> {
-    const now = Date.now();
-    const fields: Record<string, string | number> = {
-      limit: state.limit,
-      minrtt: state.minRttMs === null ? '' : state.minRttMs.toFixed(2),
-      minrtt_load: state.minRttLoad ?? '',
-      ceiling: state.ceiling ?? '',
-      reason: state.lastChange?.reason ?? '',
-      changed_at: state.lastChange?.at ?? '',
-      open_until: state.openUntil,
-      cooldown: state.cooldownMs,
-      inflight: state.inFlight,
-      lanes: state.lanes,
-    };
+  /** Saves lane `lane`'s state, its limit grown (if it grew) from `base`: see SAVE_HOST for the merge. */
+  async save(host: string, state: StoredHost, lane = 0, base: number | null = null): Promise<void> {
+    const values = [
+      state.limit,
+      state.minRttMs === null ? '' : state.minRttMs.toFixed(2),
+      state.minRttLoad ?? '',
+      state.ceiling ?? '',
+      state.lastChange?.reason ?? '',
+      state.lastChange?.at ?? '',
+      state.openUntil,
+      state.cooldownMs,
+      state.inFlight,
+      state.lanes,
+    ];
     const registry = `${this.prefixOf(host)}:hosts`;
-    await this.redis
-      .multi()
-      .hset(this.keyOf(host), fields)
-      .pexpire(this.keyOf(host), KEY_TTL_MS)
-      .zadd(registry, now, host)
-      .zremrangebyscore(registry, '-inf', now - KEY_TTL_MS)
-      .exec();
+    await this.redis.saveHost(this.keyOf(host), registry, Date.now(), KEY_TTL_MS, host, lane, base ?? '', ...values);
   }
 
   async get(host: string): Promise<HostState> {
@@ -129,12 +167,12 @@ export class HostStates {
     await Promise.all(
       [...byShard.values()].map(async (list) => {
         const pipeline = this.redis.pipeline();
-        for (const host of list) pipeline.hmget(this.keyOf(host), ...FIELDS);
+        for (const host of list) pipeline.hgetall(this.keyOf(host));
         const results = (await pipeline.exec()) ?? [];
         list.forEach((host, i) => {
           const [error, values] = results[i] ?? [new Error('no answer')];
           if (error) throw error;
-          const stored = this.parse(values as (string | null)[]);
+          const stored = this.parse(values as Record<string, string>);
           states.set(host, {
             host,
             limit: stored.limit,
@@ -150,8 +188,14 @@ export class HostStates {
     return hosts.map((host) => states.get(host)!);
   }
 
-  private parse(values: (string | null)[]): StoredHost {
-    const [limit, minRtt, minRttLoad, ceiling, reason, changedAt, openUntil, cooldown, inFlight, lanes] = values;
+  private parse(hash: Record<string, string>): StoredHost {
+    const [limit, minRtt, minRttLoad, ceiling, reason, changedAt, openUntil, cooldown, , lanes] = FIELDS.map(
+      (name) => hash[name] ?? null,
+    );
+    // Each lane's own count; the host's is their sum.
+    const inFlight = Object.entries(hash)
+      .filter(([name]) => name.startsWith('inflight:'))
+      .reduce((sum, [, value]) => sum + Number(value), 0);
     const number = (value: string | null) => (value ? Number(value) : null);
     return {
       limit: number(limit) ?? this.config.hostLimit.initial,
@@ -161,7 +205,7 @@ export class HostStates {
       lastChange: reason && changedAt ? { reason: reason as LimitReason, at: Number(changedAt) } : null,
       openUntil: number(openUntil) ?? 0,
       cooldownMs: number(cooldown) ?? 0,
-      inFlight: number(inFlight) ?? 0,
+      inFlight,
       lanes: number(lanes) ?? 1,
     };
   }

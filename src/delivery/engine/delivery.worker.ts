@@ -48,7 +48,6 @@ interface Drain {
   admission: HostAdmission;
   /** Webhook -> its attempts in flight here, for its cap. */
   busy: Map<string, number>;
-  attempts: Set<Promise<void>>;
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
   retryAt: number;
@@ -56,6 +55,8 @@ interface Drain {
   dirty: boolean;
   /** A lane above the host's lanes now: it ends once its attempts have. */
   retired: boolean;
+  /** The drain has left: a retry its attempts schedule from now on wakes the host itself. */
+  ended: boolean;
 }
 
 /**
@@ -74,6 +75,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DeliveryWorker');
   private workers: Worker<DrainJobData>[] = [];
   private closing = false;
+  /** Attempts not yet recorded, drains' ended or not: shutdown lets them record. */
+  private readonly outstanding = new Set<Promise<void>>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -120,12 +123,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       lane,
       admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
-      attempts: new Set(),
       answered: new Signal(),
       retryAt: Infinity,
       savedAt: Date.now(),
       dirty: false,
       retired: false,
+      ended: false,
     };
     if (lane >= drain.admission.lanes) return 'retired';
     // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
@@ -134,9 +137,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       await this.run(drain);
     } finally {
-      // Every attempt here ends within its timeout; the next drain must not find this one's still out.
-      await Promise.allSettled([...drain.attempts]);
-      await this.states.save(host, drain.admission.stored()).catch(() => undefined);
+      // Every attempt here is answered within its timeout, and the next drain must not find one still out;
+      // their records need no host (a slow record would stall it): they finish on their own.
+      while (drain.admission.inFlight > 0) await this.waitForAnswer(drain, Infinity);
+      drain.ended = true;
+      await this.save(drain).catch((error: Error) =>
+        this.logger.debug(`Host ${host}'s state not saved: ${error.message}`),
+      );
     }
     return this.leave(job, token, drain);
   }
@@ -224,7 +231,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       )
       .then(
         (result) => {
-          if (result.status === 'pending') drain.retryAt = Math.min(drain.retryAt, Date.now() + result.delayMs);
+          if (result.status !== 'pending') return;
+          const at = Date.now() + result.delayMs;
+          drain.retryAt = Math.min(drain.retryAt, at);
+          // Recorded after its drain left (whose wake may be later): the retry wakes its host.
+          if (drain.ended) void this.wakes.wake([{ host: drain.host, at: new Date(at) }]);
         },
         (error: Error) =>
           this.logger.warn({
@@ -235,10 +246,16 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       )
       .finally(() => {
         end();
-        drain.attempts.delete(attempt);
+        this.outstanding.delete(attempt);
       });
-    drain.attempts.add(attempt);
+    this.outstanding.add(attempt);
     return true;
+  }
+
+  /** Saves the lane's state, merged with the other lanes' (HostStates). */
+  private async save({ host, lane, admission }: Drain): Promise<void> {
+    await this.states.save(host, admission.stored(), lane, admission.base);
+    admission.base = admission.limit;
   }
 
   /** Waits for an answer, the drain's own next retry falling due, or `ms`. */
@@ -282,16 +299,17 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     }
     if (!drain.dirty && admission.lanes === 1 && lane === 0) return;
     drain.savedAt = now;
-    const saved = drain.dirty ? this.states.save(host, admission.stored()) : Promise.resolve();
+    const saved = drain.dirty ? this.save(drain) : Promise.resolve();
     drain.dirty = false;
-    if (admission.lanes === 1 && lane === 0) return void saved.catch(() => undefined);
+    const failed = (error: Error) => this.logger.debug(`Host ${host}'s state not shared: ${error.message}`);
+    if (admission.lanes === 1 && lane === 0) return void saved.catch(failed);
     void saved
       .then(() => this.states.load(host))
       .then((stored) => {
         admission.follow(stored);
         if (lane > 0 && lane >= admission.lanes) drain.retired = true;
       })
-      .catch(() => undefined);
+      .catch(failed);
   }
 
   /**
@@ -345,5 +363,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.closing = true;
     const grace = this.config.deliveryTimeoutMs + 2_000;
     await Promise.all(this.workers.map((worker) => closeWorker(worker, grace, this.logger)));
+    // Records are a Postgres round trip away; one that cannot land leaves its lease to run out.
+    await Promise.race([Promise.allSettled([...this.outstanding]), sleep(5_000)]);
   }
 }

@@ -50,6 +50,8 @@ interface Window {
 
 /** Lanes a host with this limit is drained in: one per `perLane` of its limit, at most MAX_LANES. */
 export const MAX_LANES = 8;
+// A lane holds at least this much of a host's limit: fewer is no reason to spread a host over workers.
+const MIN_LANE = 50;
 export const lanesFor = (limit: number, perLane: number): number =>
   Math.max(1, Math.min(MAX_LANES, Math.ceil(limit / Math.max(1, perLane))));
 
@@ -76,6 +78,8 @@ export class HostAdmission {
   private cutAt = 0;
   /** Timeouts in a row, towards opening the breaker. */
   private timeouts = 0;
+  /** The limit as the host's state last had it (loaded, followed or saved): what this lane's growth is from. */
+  base: number;
 
   constructor(
     stored: StoredHost,
@@ -84,6 +88,7 @@ export class HostAdmission {
     readonly lane = 0,
   ) {
     this.state = { ...stored, limit: Math.min(bounds.max, Math.max(bounds.min, stored.limit)) };
+    this.base = stored.limit;
     this.window = this.fresh(Date.now());
   }
 
@@ -105,6 +110,7 @@ export class HostAdmission {
   /** Another lane takes what lane 0 last saved: the limit, the breaker, the lanes. */
   follow(stored: StoredHost): void {
     this.state = { ...stored, limit: Math.min(this.bounds.max, Math.max(this.bounds.min, stored.limit)) };
+    this.base = stored.limit;
   }
 
   /** This lane's part of the limit (all of it with one lane). */
@@ -277,7 +283,7 @@ export class Admission implements OnModuleDestroy {
 
   /** How many lanes a host with this limit is drained in: what one worker should hold is half its sockets. */
   lanesFor(limit: number): number {
-    return lanesFor(limit, Math.floor(this.config.workerConcurrency / 2));
+    return lanesFor(limit, Math.max(MIN_LANE, Math.floor(this.config.workerConcurrency / 2)));
   }
 
   /** The default per-webhook cap. */

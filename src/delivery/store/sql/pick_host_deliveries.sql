@@ -11,7 +11,8 @@ AS $function$
 -- workspace's webhooks, each webhook within its in-flight cap (its max_in_flight, else p_default_cap, less
 -- what the drain has in flight to it: p_busy_*); workspaces at their share of the worker are left out. It
 -- reads and locks nothing: the claim (claim_delivery_attempts) leases what it is given, so a delivery two
--- drains both picked goes to one of them. The host's webhooks with pending deliveries are found by a loose
+-- drains both picked goes to one of them, and settles one whose webhook was removed or disabled (a
+-- submission that raced the DELETE or the disable) as cancelled or skipped. The host's webhooks with pending deliveries are found by a loose
 -- scan of deliveries_host_due_idx (one probe per webhook, not per delivery), and each webhook's due ones by
 -- the same index: the cost follows the host's webhooks and the batch, never its backlog. Each webhook gives
 -- at most twice its even part of the batch, so a host shared by many webhooks reads a batch's worth.
@@ -42,8 +43,7 @@ RETURN QUERY
     -- OFFSET 0 keeps this a subquery, run per webhook: read by key whatever the estimates.
     CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = h.wid OFFSET 0) w
     LEFT JOIN busy b ON b.wid = w.id
-    WHERE h.wid IS NOT NULL AND w.removed_at IS NULL AND w.disabled_at IS NULL
-      AND NOT w.workspace_id = ANY(p_full_workspaces)
+    WHERE h.wid IS NOT NULL AND NOT w.workspace_id = ANY(p_full_workspaces)
       AND (p_lanes = 1 OR mod(abs(hashtext(w.id)), p_lanes) = p_lane)
   ), due AS (
     SELECT d.id, d.created_at, d.next_attempt_at, o.id AS webhook_id, o.workspace_id, o.url, d.next_trigger, d.trace,
