@@ -50,6 +50,8 @@ interface Drain {
   busy: Map<string, number>;
   /** Deliveries with an attempt under way here: a pick before its claim leases it may return it again. */
   attempting: Set<string>;
+  /** Per webhook, the due time of the last delivery picked (HOST_PICK's scan starts there). */
+  after: Map<string, Date>;
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
   retryAt: number;
@@ -126,6 +128,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
       attempting: new Set(),
+      after: new Map(),
       answered: new Signal(),
       retryAt: Infinity,
       savedAt: Date.now(),
@@ -173,15 +176,20 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
           fullWorkspaces,
           lane: drain.lane,
           lanes: admission.lanes,
+          after: drain.after,
         });
+
         for (const delivery of picked) if (this.start(drain, delivery)) started++;
         if (started === room) continue; // more may be due: pick again while there is room
       }
       if (admission.inFlight > 0) {
         // Until an answer frees room, or (with room) a delivery is made due here meanwhile.
-        while ((await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity)) === 'timeout') {
+        let woken: 'answer' | 'retry' | 'timeout';
+        while ((woken = await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity)) === 'timeout') {
           if (this.closing || (await this.marked(drain))) break;
         }
+        // A fast host's answers come in bursts: a moment's wait lets one pick fill what several freed.
+        if (woken === 'answer' && admission.room() < Math.max(2, admission.limit / 4)) await sleep(1);
         continue;
       }
       // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (their
@@ -201,6 +209,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const share = this.admission.share;
     if (drain.attempting.has(delivery.id) || !share.enter(delivery.workspace_id)) return false;
     drain.attempting.add(delivery.id);
+    // A webhook's deliveries are picked in due order: the next pick of it starts at this one.
+    const after = drain.after.get(delivery.webhook_id);
+    if (!after || delivery.next_attempt_at > after) drain.after.set(delivery.webhook_id, delivery.next_attempt_at);
     admission.started();
     busy.set(delivery.webhook_id, (busy.get(delivery.webhook_id) ?? 0) + 1);
     const startedAt = Date.now();

@@ -67,6 +67,7 @@ export interface PickedDelivery {
   url: string;
   next_trigger: 'scheduled' | 'manual';
   trace: TraceCarrier | null;
+  next_attempt_at: Date;
 }
 
 /** What a drain asks of a pick: how many, and what it already has in flight and may not exceed. */
@@ -81,6 +82,8 @@ export interface PickRequest {
   /** The drain's lane of the host's `lanes` (one unless the host is drained by several workers). */
   lane: number;
   lanes: number;
+  /** Per webhook, the due time of the last delivery this drain picked: its scan starts there. */
+  after: Map<string, Date>;
 }
 
 /** A delivery whose attempt was just recorded: its id and created_at (its partition). */
@@ -276,7 +279,7 @@ export class DeliveryStore {
   }
 
   /** pick: a host's due deliveries for its drain (HOST_PICK). */
-  pick({ host, room, busy, defaultCap, fullWorkspaces, lane, lanes }: PickRequest): Promise<PickedDelivery[]> {
+  pick({ host, room, busy, defaultCap, fullWorkspaces, lane, lanes, after }: PickRequest): Promise<PickedDelivery[]> {
     return queryPrepared<PickedDelivery>(this.dataSource, HOST_PICK, [
       host,
       room,
@@ -286,6 +289,8 @@ export class DeliveryStore {
       fullWorkspaces,
       lane,
       lanes,
+      [...after.keys()],
+      [...after.values()],
     ]);
   }
 

@@ -36,7 +36,7 @@ export class OneSchedule1766800000000 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP FUNCTION host_next_due(varchar)`);
     await q.query(
-      `DROP FUNCTION pick_host_deliveries(varchar, integer, varchar[], integer[], integer, varchar[], integer, integer)`,
+      `DROP FUNCTION pick_host_deliveries(varchar, integer, varchar[], integer[], integer, varchar[], integer, integer, varchar[], timestamptz[])`,
     );
     await q.query(`DROP INDEX deliveries_host_due_idx`);
     await q.query(`ALTER TABLE deliveries DROP COLUMN trace, DROP COLUMN next_trigger, DROP COLUMN host`);
