@@ -176,7 +176,7 @@ export type ListedWebhook = Pick<
   'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'
 >;
 
-/** A webhook's listed fields as the SQL statements return them (WEBHOOKS_LIST, the removal fence). */
+/** A webhook's listed fields as the removal fence returns them (WEBHOOKS_LIST formats its timestamps). */
 export interface ListedWebhookRow {
   id: string;
   workspace_id: string;
@@ -208,14 +208,25 @@ export const serializeWebhook = (w: ListedWebhook): WebhookResponse => ({
   workspaceId: w.workspaceId,
 });
 
-export const serializeWebhookListItem = (
-  w: ListedWebhook,
-  calculators: { id: string; name: string }[],
-  triggers: string[],
-): WebhookListItem => ({
-  ...serializeWebhook(w),
-  calculators,
-  triggers: triggers.map((type) => ({ type, webhookId: w.id })),
+/** A row of WEBHOOKS_LIST: a webhook's listed fields, timestamps formatted, with its calculators and triggers. */
+export interface WebhookListRow extends Omit<ListedWebhookRow, 'created_at' | 'updated_at'> {
+  created_at: string;
+  updated_at: string;
+  calculators: { id: string; name: string }[];
+  triggers: string[];
+}
+
+/** Spec 2.3: the seven fields of 2.1 (as serializeWebhook) and the webhook's calculators and triggers. */
+export const serializeWebhookListItem = (r: WebhookListRow): WebhookListItem => ({
+  id: r.id,
+  name: r.name,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  url: r.url,
+  source: r.source,
+  workspaceId: r.workspace_id,
+  calculators: r.calculators,
+  triggers: r.triggers.map((type) => ({ type, webhookId: r.id })),
 });
 
 /** The service's defaults a webhook without a setting of its own follows. */

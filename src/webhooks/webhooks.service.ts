@@ -29,13 +29,8 @@ import {
   type ListedWebhookRow,
   type SettingsDefaults,
   type WebhookListItem,
+  type WebhookListRow,
 } from './webhook.serializer.js';
-
-/** A row of WEBHOOKS_LIST: a webhook's listed fields with its calculators and trigger types. */
-interface WebhookListRow extends ListedWebhookRow {
-  calculators: { id: string; name: string }[];
-  triggers: string[];
-}
 
 /** Whether a settings patch names any field (an empty one changes nothing, not even updatedAt). */
 export const hasChanges = (dto: UpdateWebhookDto | Record<string, unknown>): boolean =>
@@ -75,7 +70,7 @@ export class WebhooksService {
   /** Active webhooks with their calculators and triggers, built in one query. */
   async list(workspaceId: string): Promise<WebhookListItem[]> {
     const rows = await queryPrepared<WebhookListRow>(this.dataSource, WEBHOOKS_LIST, [workspaceId]);
-    return rows.map((r) => serializeWebhookListItem(listedWebhookOf(r), r.calculators, r.triggers));
+    return rows.map(serializeWebhookListItem);
   }
 
   async create(workspaceId: string, dto: CreateWebhookDto): Promise<ListedWebhook> {
