@@ -40,6 +40,25 @@ export function evaluateTargets(results) {
   ]) {
     ratioTarget(label, results.http[key]?.requestsPerSec, nest, 0.5, invalidity(key));
   }
+  // Each beside the physical limit of its own work, in the same run: the same Redis call or SQL in a bare app.
+  for (const [key, label] of [
+    ['me', 'GET /me req/s (ceiling: bare NestJS + the same Redis call)'],
+    ['webhooks-list', 'GET /webhooks req/s (ceiling: bare NestJS + pg, the same SQL)'],
+    ['calculators', 'GET /calculators?limit=50 req/s (ceiling: bare NestJS + pg, the same SQL)'],
+  ]) {
+    const work = results.ceilings.work?.[key]?.requestsPerSec ?? null;
+    ratioTarget(label, results.http[key]?.requestsPerSec, work, 0.8, invalidity(key));
+  }
+  const meanOf = (level) =>
+    results.logCost
+      ? results.logCost.rounds.reduce((sum, r) => sum + r[level].requestsPerSec, 0) / results.logCost.rounds.length
+      : null;
+  ratioTarget(
+    'GET /me req/s at LOG_LEVEL=info (ceiling: the same api at silent)',
+    meanOf('info'),
+    meanOf('silent'),
+    0.9,
+  );
   for (const key of ['me', 'webhooks-list', 'calculators', 'webhook-get']) {
     const r = results.http[key];
     if (r) maxTarget(`${r.label} p99 latency`, r.latencyMs.p99, 50, 'ms', invalidity(key));
@@ -95,16 +114,39 @@ const cpuOf = (r, role) => r?.cpuMsPerRequest?.[role] ?? r?.cpuMsPerDelivery?.[r
 function httpTable(results) {
   const nest = results.ceilings.nest;
   const rows = [
-    '| endpoint | req/s | ratio to bare NestJS | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| endpoint | req/s | ratio to bare NestJS | ratio to its own work | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  const row = (label, r, ratio) =>
+  const work = results.ceilings.work ?? {};
+  const row = (label, r, ratio, workRatio = '-') =>
     rows.push(
-      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} |`,
+      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${workRatio} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} |`,
     );
   if (nest) row('bare NestJS + Express, constant JSON (ceiling)', nest, '100%');
-  for (const r of Object.values(results.http)) row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)));
+  for (const c of Object.values(work))
+    row(`${c.label} (ceiling)`, c, pct(ratioOf(c.requestsPerSec, nest?.requestsPerSec)), '100%');
+  for (const [key, r] of Object.entries(results.http)) {
+    const own = pct(ratioOf(r.requestsPerSec, work[key]?.requestsPerSec));
+    row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)), work[key] ? own : '-');
+  }
   return rows.join('\n');
+}
+
+/** GET /me on the api at LOG_LEVEL=info against a second api at silent, rounds alternated. */
+function logCostSection(logCost) {
+  if (!logCost) return '';
+  const rows = logCost.rounds.map(
+    (r, i) =>
+      `| ${i + 1} | ${fmt(r.info.requestsPerSec)} | ${fmt(r.info.apiCpuMsPerRequest, 3)} | ${r.info.p99Ms} | ${fmt(r.silent.requestsPerSec)} | ${fmt(r.silent.apiCpuMsPerRequest, 3)} | ${r.silent.p99Ms} | ${pct(r.ratio)} |`,
+  );
+  return `### The request log line's cost
+
+GET /me on the api at LOG_LEVEL=info (its default: one line per request) and on a second api at
+LOG_LEVEL=silent (no line), same data, rounds alternated.
+
+| round | info req/s | info api CPU ms/req | info p99 ms | silent req/s | silent api CPU ms/req | silent p99 ms | info / silent |
+|---|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}`;
 }
 
 function deliveryTable(results) {
@@ -414,7 +456,10 @@ Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=product
 worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator
 (autocannon, in the bench process) and the webhook receiver (a keep-alive Node HTTP server in the
 bench process that answers 200 at once). The ceilings run on the same machine in the same run:
-a bare NestJS + Express app answering a constant JSON body (bench/ceiling-nest.mjs), and a bare
+a bare NestJS + Express app (bench/ceiling-nest.mjs) answering a constant JSON body, and doing each
+measured endpoint's own work with nothing of the service around it (GET /me: the rate limiter's one
+Redis script call, same script and keys; GET /webhooks and GET /calculators?limit=50: the service's
+own SQL, imported from dist/, on pg, rows as JSON), each measured right before its endpoint; a bare
 BullMQ queue whose one Worker (same concurrency as our worker) processes no-op jobs
 (bench/ceiling-bullmq.mjs). A busy machine (load average well above 0 before the run) makes
 every figure, ceilings included, lower and noisier.
@@ -437,6 +482,8 @@ if the api process's own CPU were the only limit. Unlike req/s, CPU per request 
 what else the machine is doing.
 
 ${httpTable(results)}
+
+${logCostSection(results.logCost)}
 
 ${heapFlagsSection(results.heapFlags)}
 
