@@ -8,8 +8,9 @@ import { ApiKeysService } from './api-keys.service.js';
 import type { AuthenticatedRequest } from './current-workspace.decorator.js';
 import { IS_PUBLIC, PUBLIC_PER_IP_LIMITED } from './public.decorator.js';
 
-/** Requests whose key was counted with their IP, before authentication: not counted again after it. */
-const countedEarly = new WeakSet<Request>();
+/** Set on a request whose key was counted with its IP, before authentication: not counted again after it. */
+const COUNTED_EARLY = Symbol('keyCountedEarly');
+type CountedRequest = Request & { [COUNTED_EARLY]?: true };
 
 function rateLimited(refused: RuleCount): ApiError {
   const retryAfter = String(refused.resetSeconds);
@@ -71,12 +72,12 @@ export class IpRateLimitGuard extends RateLimitGuard {
   canActivate(context: ExecutionContext): Promise<boolean> {
     const scope = this.publicRoute(context);
     if (scope === true) return Promise.resolve(true);
-    const req = context.switchToHttp().getRequest<Request>();
+    const req = context.switchToHttp().getRequest<CountedRequest>();
     const subjects: Subjects = { ip: `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}` };
     const hash = scope === false && this.limiter.limits('key') ? presentedKeyHash(req) : null;
     if (hash !== null && this.apiKeys.isKnown(hash)) {
       subjects.key = `key:${hash}`;
-      countedEarly.add(req);
+      req[COUNTED_EARLY] = true;
     }
     return this.count(context, subjects);
   }
@@ -90,8 +91,8 @@ export class IpRateLimitGuard extends RateLimitGuard {
 @Injectable()
 export class KeyRateLimitGuard extends RateLimitGuard {
   canActivate(context: ExecutionContext): Promise<boolean> {
-    const req = context.switchToHttp().getRequest<Request & Partial<AuthenticatedRequest>>();
-    if (this.publicRoute(context) !== false || !req.actor || countedEarly.has(req)) return Promise.resolve(true);
+    const req = context.switchToHttp().getRequest<CountedRequest & Partial<AuthenticatedRequest>>();
+    if (this.publicRoute(context) !== false || !req.actor || req[COUNTED_EARLY]) return Promise.resolve(true);
     const key = req.actor.type === 'api_key' ? `key:${presentedKeyHash(req)}` : `portal:${req.actor.id}`;
     return this.count(context, { key });
   }
