@@ -260,10 +260,15 @@ describe('rate limiting off (RATE_LIMIT_PER_MINUTE=0)', () => {
   });
 });
 
-describe('rate limiting while Redis is unreachable', () => {
+describe('rate limiting while Redis is unreachable (every limit on)', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PER_MINUTE: '2' });
+    t = await createTestApp({
+      REDIS_URL: 'redis://127.0.0.1:1',
+      RATE_LIMIT_PER_MINUTE: '2',
+      RATE_LIMIT_PER_SECOND: '1',
+      RATE_LIMIT_PER_IP_PER_MINUTE: '2',
+    });
   });
   afterAll(async () => {
     await t.app.close(); // not t.close(): emptying the queue would wait for Redis
@@ -272,6 +277,7 @@ describe('rate limiting while Redis is unreachable', () => {
 
   it('lets requests through rather than failing them: a Redis outage is not an API outage', async () => {
     const { key } = await createWorkspace(t);
-    for (let i = 0; i < 5; i++) expectJson(await me(t.app, key), 200);
+    for (let i = 0; i < 5; i++) expectJson(await me(t.app, key), 200); // over every limit, per IP too
+    expectNotAuthenticated(await me(t.app, generateApiKey().key));
   });
 });
