@@ -1,5 +1,5 @@
 // The benchmark's targets and the BENCHMARKS.md template; both read only the results object of a run.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { engineSection, engineTargets } from './engine-phases.mjs';
 
 const fmt = (n, digits = 0) =>
@@ -114,20 +114,30 @@ const cpuOf = (r, role) => r?.cpuMsPerRequest?.[role] ?? r?.cpuMsPerDelivery?.[r
 function httpTable(results) {
   const nest = results.ceilings.nest;
   const rows = [
-    '| endpoint | req/s | ratio to bare NestJS | ratio to its own work | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| endpoint | req/s | ratio to bare NestJS | ratio to its own work | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio | CPU-cost ratio to its own work |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const work = results.ceilings.work ?? {};
-  const row = (label, r, ratio, workRatio = '-') =>
+  const row = (label, r, ratio, own = { rate: '-', cost: '-' }) =>
     rows.push(
-      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${workRatio} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} |`,
+      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${own.rate} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} | ${own.cost} |`,
     );
   if (nest) row('bare NestJS + Express, constant JSON (ceiling)', nest, '100%');
-  for (const c of Object.values(work))
-    row(`${c.label} (ceiling)`, c, pct(ratioOf(c.requestsPerSec, nest?.requestsPerSec)), '100%');
+  for (const c of Object.values(work)) {
+    row(`${c.label} (ceiling)`, c, pct(ratioOf(c.requestsPerSec, nest?.requestsPerSec)), {
+      rate: '100%',
+      cost: '100%',
+    });
+  }
   for (const [key, r] of Object.entries(results.http)) {
-    const own = pct(ratioOf(r.requestsPerSec, work[key]?.requestsPerSec));
-    row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)), work[key] ? own : '-');
+    const ceiling = work[key];
+    const own = ceiling
+      ? {
+          rate: pct(ratioOf(r.requestsPerSec, ceiling.requestsPerSec)),
+          cost: pct(ratioOf(cpuOf(ceiling, 'api'), cpuOf(r, 'api'))),
+        }
+      : undefined;
+    row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)), own);
   }
   return rows.join('\n');
 }
@@ -390,6 +400,59 @@ export function loadPair(path = 'bench/results/pair-latest.json') {
   return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined;
 }
 
+/**
+ * Partial runs of the HTTP phases (BENCH_ONLY=ceiling-nest,me,webhooks-list,calculators,log-cost) kept in
+ * `dir`, oldest first: each endpoint at the service's defaults beside its own work in a bare app.
+ */
+export function loadApiRuns(dir = 'bench/results/api-defaults') {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => JSON.parse(readFileSync(`${dir}/${name}`, 'utf8')))
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+const API_ENDPOINTS = [
+  ['me', 'GET /me'],
+  ['webhooks-list', 'GET /webhooks (20)'],
+  ['calculators', 'GET /calculators?limit=50'],
+];
+
+/** The kept partial runs of the HTTP phases, one row per run and endpoint. */
+function apiRunsSection(runs) {
+  if (runs.length === 0) return '';
+  const rows = [];
+  for (const [i, run] of runs.entries()) {
+    for (const [key, label] of API_ENDPOINTS) {
+      const r = run.http[key];
+      const c = run.ceilings.work?.[key];
+      if (!r || !c) continue;
+      rows.push(
+        `| ${i + 1} | ${label} | ${fmt(r.requestsPerSec)} | ${fmt(c.requestsPerSec)} | ${pct(ratioOf(r.requestsPerSec, c.requestsPerSec))} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(c, 'api'), 3)} | ${pct(ratioOf(cpuOf(c, 'api'), cpuOf(r, 'api')))} | ${r.latencyMs.p99} | ${c.latencyMs.p99} | ${r.non2xx + r.errors} |`,
+      );
+    }
+  }
+  const runLines = runs.map((run, i) => {
+    const logCost = run.logCost?.rounds.map((r) => pct(r.ratio)).join(', ') ?? 'n/a';
+    return `${i + 1}. ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC, code ${run.code.commit}${run.code.dirty ? ' (uncommitted changes under src/)' : ''}, \`${run.command}\`; machine CPU busy before the phases ${busyRange(run.machine.busyBefore)}; bare NestJS constant JSON ${fmt(run.ceilings.nest?.requestsPerSec)} req/s; log line (GET /me info / silent, per round) ${logCost}; api peak RSS ${fmt(run.memory.apiPeakMb)} MB.`;
+  });
+  return `## HTTP at the service's defaults, beside each endpoint's own work
+
+Partial runs of the HTTP phases (\`BENCH_ONLY=ceiling-nest,me,webhooks-list,calculators,log-cost\`), kept in
+\`bench/results/api-defaults/\`, on ${runs[0].machine.cpuModel}, ${runs[0].machine.cpus} cores, Node ${runs[0].machine.node}: the api at its
+defaults (LOG_LEVEL=info; per-IP and per-key limits on, too high to trigger), each endpoint measured right
+after a bare NestJS app doing only its own work (the same Redis call; the same SQL on pg). Three other
+engineers ran tests and benchmarks on the same 2 cores during these runs, so req/s moved with their load;
+the CPU-cost ratio (the bare app's api CPU per request over the service's) depends much less on it.
+
+${runLines.join('\n')}
+
+| run | endpoint | req/s | its own work req/s | ratio | api CPU ms/req | own work api CPU ms/req | CPU-cost ratio | p99 ms | own work p99 ms | errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}
+`;
+}
+
 /** The reference code and this code, measured in turns (bench/pair.sh), round by round. */
 function pairSection(pair, results) {
   if (!pair) return '';
@@ -425,7 +488,7 @@ ${rows.join('\n')}
 }
 
 /** BENCHMARKS.md: generated by `npm run bench`, so it always shows the last full run. */
-export function renderMarkdown(results, baseline, pair = loadPair()) {
+export function renderMarkdown(results, baseline, pair = loadPair(), apiRuns = loadApiRuns()) {
   const { machine, settings } = results;
   const failed = results.targets.filter((t) => t.pass === false).length;
   const measured = results.targets.filter((t) => t.pass !== null).length;
@@ -485,6 +548,7 @@ ${httpTable(results)}
 
 ${logCostSection(results.logCost)}
 
+${apiRunsSection(apiRuns)}
 ${heapFlagsSection(results.heapFlags)}
 
 ${baselineSection(results, baseline)}
