@@ -544,12 +544,10 @@ ceiling's api CPU per request over the endpoint's, i.e. the req/s ratio the endp
 if the api process's own CPU were the only limit. Unlike req/s, CPU per request hardly depends on
 what else the machine is doing.
 
-${httpTable(results)}
-
-${logCostSection(results.logCost)}
-
-${apiRunsSection(apiRuns)}
-${heapFlagsSection(results.heapFlags)}
+${[httpTable(results), logCostSection(results.logCost), apiRunsSection(apiRuns), heapFlagsSection(results.heapFlags)]
+  .filter(Boolean)
+  .map((section) => section.trimEnd())
+  .join('\n\n')}
 
 ${baselineSection(results, baseline)}
 ${pairSection(pair, results)}
