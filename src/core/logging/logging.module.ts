@@ -105,10 +105,7 @@ function loggerParams(config: AppConfig, destination?: DestinationStream): Param
     customErrorObject: (req, res, _error, line: { responseTime: number }) => requestFields(req, res, line.responseTime),
     customErrorMessage: requestMessage,
   };
-  // Stdout written asynchronously: lines that come while a write is under way go out with the next one,
-  // so a busy api makes one write per batch instead of a blocking one per line (flushed at exit).
-  const stream = destination ?? (transport ? undefined : pino.destination({ dest: 1, sync: false }));
-  return { pinoHttp: (stream ? [options, stream] : options) as Params['pinoHttp'] };
+  return { pinoHttp: (destination ? [options, destination] : options) as Params['pinoHttp'] };
 }
 
 /**
