@@ -468,16 +468,24 @@ async function logCost() {
   return { rounds };
 }
 
-/** Cancels the deliveries the HTTP runs left pending and empties the queue, so delivery phases start clean. */
+/**
+ * Cancels the deliveries the HTTP runs (or the last phase) left pending, empties the wake queue and forgets
+ * the hosts' admission state (a receiver port used again starts from the defaults), so delivery phases
+ * start clean. Called with no worker running.
+ */
 async function clearBacklog() {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), updated_at = now()
      WHERE status = 'pending'`,
   );
-  // Queue name: DELIVERY_QUEUE in src/delivery/delivery-queue.ts.
+  // Queue name: DELIVERY_QUEUE in src/delivery/host-wakes.ts; the host keys: HostStates and HostWakes.
   const queue = new Queue('deliveries', { connection: { url: REDIS_URL }, prefix: queuePrefix });
   await queue.obliterate({ force: true });
   await queue.close();
+  await deleteRedisKeys([`${queuePrefix}:host`]);
+  const redis = new Redis(REDIS_URL);
+  await redis.del(`${queuePrefix}:hosts`, `${queuePrefix}:rewake`);
+  redis.disconnect();
   return rowCount;
 }
 
@@ -934,6 +942,7 @@ async function main() {
     {
       db,
       apiUrl,
+      apiMetricsUrl,
       dbName,
       queuePrefix,
       redisPid,

@@ -8,9 +8,7 @@ import { AttemptClaims } from './store/attempt-claims.js';
 import { AttemptRecords } from './store/attempt-records.js';
 import { DeliveryAttemptService } from './engine/delivery-attempt.service.js';
 import { Admission } from './engine/admission/admission.js';
-import { HostAdmission } from './engine/admission/host-admission.js';
-import { WebhookCaps } from './engine/admission/webhook-caps.js';
-import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { HostWakesModule } from './host-wakes.module.js';
 import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
@@ -29,7 +27,7 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     // The worker process has no other feature module: the webhook it reads before each attempt, and the
     // tables its entities' foreign keys name, are registered here too.
     TypeOrmModule.forFeature([WebhookEntity, SubmissionEntity, CalculatorEntity, WorkspaceEntity]),
-    DeliveryQueueModule,
+    HostWakesModule,
     DeliveryStoreModule,
     OperationalEventsModule, // the attempt's record and recoveries report to operational webhooks
   ],
@@ -39,8 +37,6 @@ import { SSRF_RESOLVER, WebhookSender } from './engine/webhook-sender.js';
     AttemptClaims,
     AttemptRecords,
     DeliveryAttemptService,
-    HostAdmission,
-    WebhookCaps,
     Admission,
     DeliveryWorker,
     DeliverySweeper,

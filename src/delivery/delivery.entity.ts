@@ -14,6 +14,8 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 @Index('deliveries_webhook_log_idx', { synchronize: false })
 @Index('deliveries_submission_idx', ['submissionId'])
 @Index('deliveries_pending_due_idx', ['nextAttemptAt'], { where: "status = 'pending'" })
+// A host's pending deliveries by webhook, then due time: the drain's pick and the host's next wake (DESIGN 5).
+@Index('deliveries_host_due_idx', ['host', 'webhookId', 'nextAttemptAt'], { where: "status = 'pending'" })
 @Index('deliveries_workspace_log_idx', { synchronize: false })
 // GET /deliveries?statusCode=: the log's order within a status class (partial, on an expression: see the migration).
 @Index('deliveries_status_code_log_idx', { synchronize: false })
@@ -61,6 +63,18 @@ export class DeliveryEntity {
 
   @Column({ name: 'next_attempt_at', type: 'timestamptz', precision: 3, nullable: true })
   nextAttemptAt: Date | null;
+
+  /** Its webhook's host (url_destination of the url), where it waits its turn; set while it may be pending. */
+  @Column({ type: 'varchar', length: 300, nullable: true })
+  host: string | null;
+
+  /** What made its next attempt due: a retry or a recovery (`manual`), else its schedule. */
+  @Column({ name: 'next_trigger', type: 'varchar', length: 16, default: 'scheduled' })
+  nextTrigger: 'scheduled' | 'manual';
+
+  /** The W3C trace context of the request that made it (DESIGN 9), so each attempt joins that trace. */
+  @Column({ type: 'jsonb', nullable: true, select: false })
+  trace?: Record<string, string> | null;
 
   @Column({ name: 'last_attempt_at', type: 'timestamptz', precision: 3, nullable: true })
   lastAttemptAt: Date | null;

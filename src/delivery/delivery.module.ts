@@ -6,7 +6,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DeliveriesController } from './log/deliveries.controller.js';
 import { DeliveryLogService } from './log/delivery-log.service.js';
-import { DeliveryQueueModule } from './delivery-queue.module.js';
+import { HostWakesModule } from './host-wakes.module.js';
 import { DeliveryStoreModule } from './store/delivery-store.module.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from './delivery.entity.js';
 import { RecoveriesController } from './recovery/recoveries.controller.js';
@@ -26,7 +26,7 @@ import { WorkspaceDeliveriesController } from './log/workspace-deliveries.contro
       SubmissionEntity,
       WebhookCalculatorEntity,
     ]),
-    DeliveryQueueModule,
+    HostWakesModule,
     DeliveryStoreModule,
     WebhooksModule,
     AuditEventsModule, // @Audited routes

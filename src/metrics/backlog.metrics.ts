@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { HostWakes } from '../delivery/host-wakes.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { withTimeout } from '../core/with-timeout.js';
 
@@ -11,22 +11,22 @@ const QUEUE_STATES = ['waiting', 'delayed', 'active'] as const;
 const collected = <T>(promise: Promise<T>) =>
   withTimeout(promise, COLLECT_TIMEOUT_MS, `no answer within ${COLLECT_TIMEOUT_MS} ms`);
 
-/** Backlog gauges, read on each scrape: queue job counts from Redis, the most overdue delivery from Postgres. */
+/** Backlog gauges, read on each scrape: host wakes from Redis, the most overdue delivery from Postgres. */
 @Injectable()
 export class BacklogMetrics {
   private readonly logger = new Logger('BacklogMetrics');
 
-  constructor(registry: Registry, queue: DeliveryQueue, store: DeliveryStore) {
+  constructor(registry: Registry, wakes: HostWakes, store: DeliveryStore) {
     const logger = this.logger;
     new Gauge({
       name: 'webhook_delivery_queue_jobs',
-      help: 'Jobs in the delivery queue by state (waiting, delayed, active)',
+      help: 'Host wakes by state (waiting, delayed, active: a drain running); one per host with pending deliveries',
       labelNames: ['state'],
       registers: [registry],
       async collect() {
         this.reset();
         try {
-          const shards = await collected(Promise.all(queue.queues.map((q) => q.getJobCounts(...QUEUE_STATES))));
+          const shards = await collected(Promise.all(wakes.queues.map((q) => q.getJobCounts(...QUEUE_STATES))));
           for (const state of QUEUE_STATES)
             this.set(
               { state },

@@ -36,7 +36,7 @@ export class HostMetrics {
       ['host'],
       (g, h) => g.set({ host: h.host }, h.limit),
     );
-    gauge('webhook_host_in_flight', 'Attempts in flight to a host from every worker, by host', ['host'], (g, h) =>
+    gauge('webhook_host_in_flight', 'Attempts in flight to a host (its drain\'s, as last saved), by host', ['host'], (g, h) =>
       g.set({ host: h.host }, h.inFlight),
     );
     gauge(

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { HostWakesModule } from '../delivery/host-wakes.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { BacklogMetrics } from './backlog.metrics.js';
 import { HostMetrics } from './host.metrics.js';
@@ -8,7 +8,7 @@ import { MetricsServer } from './metrics-server.js';
 
 /** The api's side of metrics: request durations, the delivery backlog and host admission gauges, and /metrics on METRICS_PORT (never PORT). */
 @Module({
-  imports: [DeliveryQueueModule, DeliveryStoreModule],
+  imports: [HostWakesModule, DeliveryStoreModule],
   providers: [HttpMetrics, BacklogMetrics, HostMetrics, MetricsServer],
   exports: [HttpMetrics],
 })

@@ -36,7 +36,7 @@ const outgoing = ({ operationId, summary, description, schema, gone }: OutgoingR
     description: [
       description,
       'Signed as [Standard Webhooks](https://www.standardwebhooks.com/) specify: verify the signature and the',
-      'timestamp before trusting the body (see "Verifying deliveries" in the README). Retried on failure',
+      'timestamp before trusting the body (see "Verifying deliveries" in docs/delivery.md). Retried on failure',
       '(8 attempts over about 27.5 hours by default) with the same `webhook-id`: use it to de-duplicate.',
     ].join('\n'),
     security: [],

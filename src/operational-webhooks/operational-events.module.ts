@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
-import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { HostWakesModule } from '../delivery/host-wakes.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { OperationalEvents } from './operational-events.js';
 
 /** Emitting operational events, for the api's changes and the worker's alike. */
 @Module({
-  imports: [DeliveryQueueModule, DeliveryStoreModule],
+  imports: [HostWakesModule, DeliveryStoreModule],
   providers: [OperationalEvents],
   exports: [OperationalEvents],
 })

@@ -4,7 +4,7 @@ import { DataSource, In, IsNull, Not, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { storedPayload } from '../delivery/delivery-payload.js';
-import { DeliveryQueue, type DeliveryToEnqueue } from '../delivery/delivery-queue.js';
+import { HostWakes } from '../delivery/host-wakes.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
 import { DeliveryStore, type EndedDelivery, type FailedDelivery } from '../delivery/store/delivery-store.js';
 import { WebhookEntity } from '../webhooks/webhook.entity.js';
@@ -12,7 +12,7 @@ import { operationalEvent, type EventWebhook, type WorkspaceEvent } from './oper
 
 /**
  * Emits operational events (DESIGN 10) as deliveries of the same engine: one per subscribed operational
- * webhook, carrying the event, then queued like any delivery. Where the change has a transaction the
+ * webhook, carrying the event, then delivered like any other. Where the change has a transaction the
  * deliveries are written in it (`write`, an outbox: disable, enable, a recovery's completion); the
  * attempt record's changes (a webhook disabled by the health rules, a delivery failed) are one batched
  * statement of the worker's hot path, so their events are written right after it (`emitAfter`), in the
@@ -28,26 +28,26 @@ export class OperationalEvents implements BeforeApplicationShutdown {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly store: DeliveryStore,
-    private readonly queue: DeliveryQueue,
+    private readonly wakes: HostWakes,
   ) {
     this.maxAttempts = maxAttemptsFor(config.retryScheduleMs);
   }
 
-  /** In the change's transaction; the caller enqueues what this returns once it has committed. */
-  write(manager: EntityManager, events: WorkspaceEvent[]): Promise<DeliveryToEnqueue[]> {
+  /** In the change's transaction; returns the receivers' hosts, which the caller wakes once it has committed. */
+  write(manager: EntityManager, events: WorkspaceEvent[]): Promise<string[]> {
     return this.store.createEvents(manager, events, this.maxAttempts);
   }
 
-  /** After the change's commit; a job Redis does not take now is the sweeper's to add (DeliveryQueue). */
-  enqueue(deliveries: DeliveryToEnqueue[]): Promise<void> {
-    return this.queue.enqueue(deliveries);
+  /** After the change's commit; a wake Redis does not take now is the sweeper's to make (HostWakes). */
+  wake(hosts: string[]): Promise<void> {
+    return this.wakes.wake(hosts.map((host) => ({ host })));
   }
 
   /** After a change that had no transaction of its own to join: written and queued in the background. */
   private emitAfter(events: () => Promise<WorkspaceEvent[]>, about: string): void {
     const emitting = events()
       .then((built) => this.dataSource.transaction((manager) => this.write(manager, built)))
-      .then((deliveries) => this.enqueue(deliveries))
+      .then((hosts) => this.wake(hosts))
       .catch((error: unknown) =>
         this.logger.warn({ msg: 'operational event not emitted', about, error: (error as Error).message }),
       )

@@ -6,7 +6,6 @@ import { APP_CONFIG } from '../core/config/config.module.js';
 import { queryPrepared, queryPreparedOn, transactionOn } from '../core/database/prepared.js';
 import { ApiError } from '../core/http/api-error.js';
 import { isCuid2, newId } from '../core/ids.js';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { WORKSPACE_REGISTRATION_LOCK } from '../webhooks/webhook.statements.js';
 import { assertDestinationAllowed, generateSigningSecret } from '../webhooks/webhooks.service.js';
@@ -31,7 +30,6 @@ export class OperationalWebhooksService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
   ) {}
 
@@ -86,7 +84,6 @@ export class OperationalWebhooksService {
     const current = await this.get(workspaceId, id);
     const stopped = await this.store.stopWebhook<{ url: string }>('remove-operational', workspaceId, id);
     if (!stopped) throw ApiError.notFound(`Operational webhook ${id} not found`);
-    await this.queue.remove(stopped.url, stopped.ended);
     return current;
   }
 }

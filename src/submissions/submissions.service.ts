@@ -3,7 +3,8 @@ import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
 import { isCuid2, newId } from '../core/ids.js';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { HostWakes } from '../delivery/host-wakes.js';
+import { currentTraceCarrier } from '../core/tracing/tracing.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import type { SubmissionEntity } from './submission.entity.js';
@@ -47,10 +48,10 @@ export class SubmissionsService {
   constructor(
     private readonly store: DeliveryStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly queue: DeliveryQueue,
+    private readonly wakes: HostWakes,
   ) {}
 
-  /** Records a submission and its deliveries atomically (one statement), then enqueues the deliveries. */
+  /** Records a submission and its deliveries atomically (one statement), then wakes their hosts. */
   async create(workspaceId: string, calculatorId: string, input: NewSubmission): Promise<SubmissionEntity> {
     // Only a CUID2 can be a calculator id; anything else (a NUL byte would make Postgres fail) is unknown.
     if (!isCuid2(calculatorId)) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
@@ -66,6 +67,7 @@ export class SubmissionsService {
       createdAt: now,
       updatedAt: now,
     };
+    const trace = currentTraceCarrier();
     const write = (deliveryIds: string[]) =>
       this.store.createForSubmission({
         submissionId: submission.id,
@@ -76,6 +78,7 @@ export class SubmissionsService {
         data: submission.data,
         meta: submission.meta,
         deliveryIds,
+        trace,
         maxAttempts: {
           standard: maxAttemptsFor(this.config.retryScheduleMs),
           short: maxAttemptsFor(this.config.shortRetryScheduleMs),
@@ -91,16 +94,7 @@ export class SubmissionsService {
     if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
     // Only once the calculator proved the workspace's: another workspace's 404 must not reset its hint.
     this.remember(calculatorId, result.bound);
-    await this.queue.enqueue(
-      result.delivery_ids.map((deliveryId, i) => ({
-        deliveryId,
-        createdAt: now,
-        url: result.urls[i],
-        workspaceId,
-        webhookId: result.webhook_ids[i],
-        maxInFlight: result.max_in_flights[i],
-      })),
-    );
+    await this.wakes.wake(result.hosts.map((host) => ({ host })));
     return submission;
   }
 

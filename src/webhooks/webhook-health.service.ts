@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull } from 'typeorm';
 import { ApiError } from '../core/http/api-error.js';
 import { withTimeout } from '../core/with-timeout.js';
-import { DeliveryQueue, destinationOf } from '../delivery/delivery-queue.js';
+import { destinationOf, HostWakes } from '../delivery/host-wakes.js';
 import { HostStates } from '../delivery/host-state.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { OperationalEvents } from '../operational-webhooks/operational-events.js';
@@ -25,10 +25,10 @@ export class WebhookHealthService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly webhooks: WebhooksService,
-    private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
     private readonly hosts: HostStates,
     private readonly events: OperationalEvents,
+    private readonly wakes: HostWakes,
   ) {}
 
   async health(workspaceId: string, id: string): Promise<WebhookHealth> {
@@ -49,8 +49,7 @@ export class WebhookHealthService {
       const disabled = await manager.findOneByOrFail(WebhookEntity, { id });
       return { stopped, events: await this.events.write(manager, this.events.webhookDisabled([disabled])) };
     });
-    if (stopped) await this.queue.remove(current.url, stopped.ended);
-    await this.events.enqueue(events);
+    await this.events.wake(events);
     return { health: await this.health(workspaceId, id), changed: stopped !== null };
   }
 
@@ -59,7 +58,7 @@ export class WebhookHealthService {
    * disabled webhook writes its webhook.enabled event in the same transaction (DESIGN 10).
    */
   async enable(workspaceId: string, id: string): Promise<{ health: WebhookHealth; changed: boolean }> {
-    await this.webhooks.get(workspaceId, id); // 404 for what is not the workspace's webhook
+    const { url } = await this.webhooks.get(workspaceId, id); // 404 for what is not the workspace's webhook
     const { changed, events } = await this.dataSource.transaction(async (manager) => {
       // Locked, so `changed` (the audit's and the event's) is what this update changed.
       const current = await manager.findOne(WebhookEntity, {
@@ -78,7 +77,9 @@ export class WebhookHealthService {
         events: await this.events.write(manager, [this.events.webhookEnabled(current, new Date())]),
       };
     });
-    await this.events.enqueue(events);
+    await this.events.wake(events);
+    // Nothing of its stays pending while it is disabled; a delivery made meanwhile is woken here anyway.
+    if (changed) await this.wakes.wake([{ host: destinationOf(url) }]);
     return { health: await this.health(workspaceId, id), changed };
   }
 

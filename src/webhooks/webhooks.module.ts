@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuditEventsModule } from '../audit/audit-events.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CalculatorsModule } from '../calculators/calculators.module.js';
-import { DeliveryQueueModule } from '../delivery/delivery-queue.module.js';
+import { HostWakesModule } from '../delivery/host-wakes.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
 import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
@@ -14,7 +14,7 @@ import { WebhooksService } from './webhooks.service.js';
   imports: [
     TypeOrmModule.forFeature([WebhookEntity, WebhookCalculatorEntity, WebhookTriggerEntity]),
     CalculatorsModule,
-    DeliveryQueueModule,
+    HostWakesModule,
     DeliveryStoreModule,
     AuditEventsModule, // @Audited routes
     OperationalEventsModule, // disable and enable are reported

@@ -14,7 +14,6 @@ import {
 } from '../core/database/prepared.js';
 import { WEBHOOK_REGISTER, webhookGet, WEBHOOKS_LIST, WORKSPACE_REGISTRATION_LOCK } from './webhook.statements.js';
 import { isCuid2, newId } from '../core/ids.js';
-import { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { forbiddenHostRule } from '../delivery/engine/ssrf-guard.js';
 import type { CreateWebhookDto } from './create-webhook.dto.js';
@@ -61,7 +60,6 @@ export class WebhooksService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly queue: DeliveryQueue,
     private readonly store: DeliveryStore,
   ) {
     this.getStatement = webhookGet(selectListOf(dataSource, WebhookEntity));
@@ -137,7 +135,6 @@ export class WebhooksService {
   async remove(workspaceId: string, id: string): Promise<ListedWebhook> {
     const stopped = isCuid2(id) ? await this.store.stopWebhook<ListedWebhookRow>('remove', workspaceId, id) : null;
     if (!stopped) throw ApiError.notFound(`Webhook ${id} not found`);
-    await this.queue.remove(stopped.url, stopped.ended);
     return listedWebhookOf(stopped);
   }
 

@@ -9,7 +9,7 @@ import { createCalculator, createTestApp, createWorkspace, type TestApp } from '
 
 const WIDE = { width: 1280, height: 900 };
 const NARROW = { width: 375, height: 740 };
-// CONSOLE_SCREENSHOTS=docs/screenshots saves the README's pictures of the main views.
+// CONSOLE_SCREENSHOTS=docs/screenshots saves the pictures of the main views in docs/console.md.
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
 const KEY_STORAGE = 'ac-console-api-key';
 

@@ -208,11 +208,13 @@ describe('attempt claims (real Postgres, no worker)', () => {
   it('a claim of rows on a filled page is a HOT update (the page kept room for it)', async () => {
     const setup = await setupWebhook(t, URL);
     const owner = ownerOf(setup, await submit(setup.api, setup.calculator.id));
-    // Enough rows for several pages: the first ones are on a page filled as far as Postgres fills one.
+    // Enough rows for several pages: the first ones are on a page filled as far as Postgres fills one. Due
+    // as written (the claim leases only due ones): a later update to make them due would move them.
+    const dueAt = new Date();
     const ids = await insertDeliveries(
       t,
       owner,
-      Array.from({ length: 200 }, () => ({ status: 'pending' as const, createdAt: new Date() })),
+      Array.from({ length: 200 }, () => ({ status: 'pending' as const, createdAt: new Date(), dueAt })),
     );
     const first = ids.slice(0, 5);
     const runner = t.dataSource.createQueryRunner();

@@ -98,9 +98,9 @@ describe('a workspace whose receivers hang', () => {
     const other = await webhookTo(ctx.t, healthy.url);
     await busy.submit(12);
     await waitFor(() => dead.requests.length >= 6, 5_000, 'the busy workspace to fill its share');
-    // A job over the share waits 100 ms in process for a slot before it parks: a seventh request would show.
+    // Drains pick none of a workspace at its share: a seventh request would show.
     await expectNothingFor(500, 'request beyond the workspace share', () => dead.requests.length > 6);
-    expect(dead.requests).toHaveLength(6); // all but a quarter of 8 slots
+    expect(dead.requests).toHaveLength(6); // all but a quarter of 8 sockets
     const sent = Date.now();
     await other.submit(1);
     await waitFor(() => healthy.requests.length === 1, 2_000, 'the other workspace');
@@ -140,10 +140,10 @@ describe('a destination that keeps timing out', () => {
   }, 30_000);
 });
 
-describe('jobs waiting for a host slot', () => {
+describe('deliveries waiting for a host slot', () => {
   const { ctx, start } = useApp({ WORKER_CONCURRENCY: '8', DELIVERY_HOST_MAX_LIMIT: '1' });
 
-  it('are woken as the slot frees, not after a polling interval', async () => {
+  it('are attempted as the slot frees, not after a polling interval', async () => {
     const receiver = await start(() => ({ status: 200, delayMs: 150 }));
     const hook = await webhookTo(ctx.t, receiver.url);
     await hook.submit(8);

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { DELIVER_JOB, DeliveryQueue, destinationOf } from '../../src/delivery/delivery-queue.js';
+import { destinationOf, HostWakes } from '../../src/delivery/host-wakes.js';
 import { DeliveryPartitionUpkeep } from '../../src/delivery/scheduled/delivery-partition-upkeep.js';
 import { deliveryPartitions, DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
 import { insertDeliveries, ownerOf } from '../support/delivery-rows.js';
@@ -37,7 +37,7 @@ describe('partitioned delivery tables (DESIGN 9): every hot statement touches on
     await t.close();
   });
 
-  /** A pending delivery with no job (due tomorrow), `ageMs` old, and its partitions' names. */
+  /** A pending delivery due tomorrow (no wake for its host), `ageMs` old, and its partitions' names. */
   async function pendingDelivery(ageMs = 0) {
     const setup = await setupWebhook(t, receiver.url);
     const submission = await submit(setup.api, setup.calculator.id);
@@ -83,6 +83,8 @@ describe('partitioned delivery tables (DESIGN 9): every hot statement touches on
   it('the claim keeps only the batch’s partition when each statement starts (generic plan, Subplans Removed)', async () => {
     for (let i = 0; i < 4; i++) await setupWebhook(t, receiver.url); // webhooks the claim must not read
     const d = await pendingDelivery();
+    // Due, as the claim leases only a due delivery, and at no host, so no drain takes it from this test.
+    await t.dataSource.query(`UPDATE deliveries SET next_attempt_at = now(), host = NULL WHERE id = $1`, [d.id]);
     const plans = await plansOf(async (client) => {
       // Several calls: a function's statements keep their generic plan from the first (force_generic_plan).
       for (let i = 0; i < 3; i++) {
@@ -200,18 +202,15 @@ describe('partitioned delivery tables (DESIGN 9): every hot statement touches on
     expect(partitionsIn(attempts)).toEqual([now.replace('deliveries_', 'delivery_attempts_')]);
   });
 
-  it('delivers a job queued before partitioning (no createdAt in its data): its delivery is looked up once', async () => {
+  it('delivers a pending delivery of two weeks ago once due and its host woken; its attempt goes to its partition', async () => {
     const d = await pendingDelivery(14 * DAY_MS);
-    const queue = t.app.get(DeliveryQueue);
-    const data = {
-      deliveryId: d.id,
-      trigger: 'scheduled' as const,
-      destination: destinationOf(receiver.url),
-      url: receiver.url,
-      workspaceId: d.workspace.id,
-      webhookId: d.webhook.id,
-    };
-    await queue.queueOf(data.destination).add(DELIVER_JOB, data, { jobId: d.id });
+    const [{ host }] = (await t.dataSource.query(
+      `WITH due AS (UPDATE deliveries SET next_attempt_at = now() WHERE id = $1 AND created_at = $2 RETURNING host)
+       SELECT host FROM due`,
+      [d.id, d.createdAt],
+    )) as { host: string }[];
+    expect(host).toBe(destinationOf(receiver.url));
+    await t.app.get(HostWakes).wake([{ host }]);
     await waitFor(async () => {
       const [row] = (await t.dataSource.query(`SELECT status FROM deliveries WHERE id = $1`, [d.id])) as {
         status: string;

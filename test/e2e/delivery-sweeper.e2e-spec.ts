@@ -1,76 +1,85 @@
 import { createId } from '@paralleldrive/cuid2';
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { RedisClients } from '../../src/core/redis/redis.module.js';
+import { drainJobId, HostWakes } from '../../src/delivery/host-wakes.js';
 import { DeliverySweeper } from '../../src/delivery/scheduled/delivery.sweeper.js';
 import { DeliveryStore } from '../../src/delivery/store/delivery-store.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 const URL = 'https://receiver.example.com/hook';
-// Overdue deliveries in five groups of 300 sharing a next_attempt_at: the sweeper's pages of 1,000
-// end inside the fourth group, so paging must go on by id among equal times.
-const OVERDUE = 1500;
-const GROUP = 300;
+// Hosts with overdue deliveries: the sweeper's pages of 500 hosts end twice among them, so paging must go
+// on after the last host of a page.
+const OVERDUE_HOSTS = 1_100;
+// One host's backlog: a pass wakes its host once, whatever the number of its deliveries.
+const BACKLOG = 1_500;
 
 describe('delivery sweeper', () => {
   let t: TestApp;
-  let queue: DeliveryQueue;
+  let wakes: HostWakes;
   let sweeper: DeliverySweeper;
 
   beforeAll(async () => {
-    // No in-process worker: the jobs stay where the test puts them, and the test runs each pass.
+    // No in-process worker: the wakes stay where the sweeper leaves them, and the test runs each pass.
     t = await createTestApp();
-    queue = t.app.get(DeliveryQueue);
-    sweeper = new DeliverySweeper(t.app.get(DeliveryStore), t.config, queue);
+    wakes = t.app.get(HostWakes);
+    sweeper = new DeliverySweeper(t.app.get(DeliveryStore), t.config, wakes);
   });
   afterAll(() => t.close());
 
-  /** `count` pending deliveries of the webhook, due about two hours ago, GROUP to a second; ids in sweep order. */
-  async function insertOverdue(setup: Awaited<ReturnType<typeof setupWebhook>>, submissionId: string, count: number) {
-    const ids = Array.from({ length: count }, () => createId());
+  /** Pending deliveries of the webhook at `hosts` (one each, or `each`), due at now + `dueInMs`. */
+  async function insertPending(
+    setup: Awaited<ReturnType<typeof setupWebhook>>,
+    submissionId: string,
+    hosts: string[],
+    dueInMs: number,
+    each = 1,
+  ) {
+    const rows = hosts.flatMap((host) => Array.from({ length: each }, () => ({ id: createId(), host })));
     await t.dataSource.query(
       `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, status, attempt_count, max_attempts,
-                               next_attempt_at)
-       SELECT id, $2, $3, $4, 'pending', 0, 8, now() - interval '2 hours' + make_interval(secs => (n - 1) / $5)
-       FROM unnest($1::varchar[]) WITH ORDINALITY AS u(id, n)`,
-      [ids, setup.workspace.id, setup.webhook.id, submissionId, GROUP],
+                               next_attempt_at, host)
+       SELECT u.id, $3, $4, $5, 'pending', 0, 8, now() + make_interval(secs => $6::float / 1000), u.host
+       FROM unnest($1::varchar[], $2::varchar[]) AS u(id, host)`,
+      [rows.map((r) => r.id), rows.map((r) => r.host), setup.workspace.id, setup.webhook.id, submissionId, dueInMs],
     );
-    const ordered: { id: string }[] = await t.dataSource.query(
-      `SELECT id FROM deliveries WHERE id = ANY($1) ORDER BY next_attempt_at, id`,
-      [ids],
-    );
-    return ordered.map((d) => d.id);
   }
 
-  it('one pass enqueues every overdue delivery without a job, however many with a job are older', async () => {
+  /** When the host's wake is due (ms), or null when it has none; BullMQ scores a delayed job by ms times 0x1000. */
+  async function wakeAt(host: string): Promise<number | null> {
+    const queue = wakes.queueOf(host);
+    const job = await queue.getJob(drainJobId(host));
+    if (!job) return null;
+    expect(job.data).toEqual({ host });
+    const score = await t.app.get(RedisClients).get('queue').zscore(queue.toKey('delayed'), job.id!);
+    return score === null ? job.timestamp : Math.floor(Number(score) / 0x1000);
+  }
+
+  it('one pass wakes every host with a delivery overdue by a sweep interval, once each, and no other', async () => {
     const setup = await setupWebhook(t, URL);
     const submission = await submit(setup.api, setup.calculator.id);
-    const overdue = await insertOverdue(setup, submission.id, OVERDUE);
-    const rows: { id: string; created_at: Date }[] = await t.dataSource.query(
-      `SELECT id, created_at FROM deliveries WHERE id = ANY($1)`,
-      [overdue],
-    );
-    const createdAt = new Map(rows.map((r) => [r.id, r.created_at]));
-    await queue.enqueue(
-      overdue.map((deliveryId) => ({
-        deliveryId,
-        createdAt: createdAt.get(deliveryId)!,
-        url: URL,
-        workspaceId: setup.workspace.id,
-        webhookId: setup.webhook.id,
-      })),
-    );
-    // Lost jobs: the first of the second page (same next_attempt_at as the last of the first) and the newest.
-    const lost = [overdue[1000], overdue[OVERDUE - 1]];
-    for (const id of lost) await queue.queues[0].remove(id);
-    for (const id of lost) expect(await queue.queues[0].getJob(id)).toBeUndefined();
+    const overdue = Array.from({ length: OVERDUE_HOSTS }, (_, i) => `h${String(i).padStart(4, '0')}.example.com`);
+    await insertPending(setup, submission.id, overdue, -2 * 3_600_000);
+    await insertPending(setup, submission.id, ['backlog.example.com'], -2 * 3_600_000, BACKLOG);
+    await insertPending(setup, submission.id, ['later.example.com'], 3_600_000);
+    // Due now: within the sweep interval its own wake (made with it) is still to come.
+    await insertPending(setup, submission.id, ['recent.example.com'], 0);
+    // One overdue host's wake is there already, one is left too late (a move that was lost): the first is
+    // left as it is, the second is moved to the host's due time.
+    const [kept, moved] = [overdue[0], overdue[OVERDUE_HOSTS - 1]];
+    await wakes.wake([{ host: kept }, { host: moved, at: new Date(Date.now() + 3_600_000) }]);
+    const keptAt = await wakeAt(kept);
+    expect(await wakeAt(moved)).toBeGreaterThan(Date.now() + 3_000_000);
 
-    const enqueued = await sweeper.sweepOnce();
+    const woken = await sweeper.sweepOnce();
+    const after = Date.now();
 
-    for (const id of lost) expect((await queue.queues[0].getJob(id))?.data).toMatchObject({ deliveryId: id });
-    // Only the lost ones were added: the others' jobs were found and left alone.
-    expect(enqueued).toBe(lost.length);
-    // The jobs that were there are left as they were; the submission's own delivery is not overdue yet.
-    const counts = await queue.queues[0].getJobCounts('waiting');
-    expect(counts.waiting).toBe(OVERDUE + 1);
+    expect(woken).toBe(OVERDUE_HOSTS + 1);
+    for (const host of [...overdue, 'backlog.example.com']) expect(await wakeAt(host)).toBeLessThanOrEqual(after);
+    expect(await wakeAt(kept)).toBe(keptAt);
+    for (const host of ['later.example.com', 'recent.example.com']) expect(await wakeAt(host)).toBeNull();
+    // One job per woken host and nothing else: Redis holds hosts, not deliveries. The submission's own
+    // delivery's host (receiver.example.com) was woken by the submission.
+    const counts = await wakes.queues[0].getJobCounts('waiting', 'delayed', 'active');
+    expect(counts.waiting + counts.delayed + counts.active).toBe(OVERDUE_HOSTS + 2);
   }, 60_000);
 });

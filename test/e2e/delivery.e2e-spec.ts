@@ -1,4 +1,4 @@
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { destinationOf, drainJobId, HostWakes } from '../../src/delivery/host-wakes.js';
 import { USER_AGENT } from '../../src/delivery/engine/webhook-sender.js';
 import {
   expectNoFurtherRequests,
@@ -131,10 +131,11 @@ describe('webhook delivery', () => {
     });
   });
 
-  describe('when Redis loses the job', () => {
-    it('re-enqueues a due delivery that has no job (sweeper) and delivers it once', async () => {
+  describe("when Redis loses the host's wake", () => {
+    it('wakes the host of a due delivery again (sweeper) and delivers it once', async () => {
       const receiver = await startReceiver();
-      const queue = t.app.get(DeliveryQueue).queues[0];
+      const queue = t.app.get(HostWakes).queues[0];
+      const wake = drainJobId(destinationOf(receiver.url));
       const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
       await queue.pause();
       let deliveryId: string;
@@ -143,10 +144,10 @@ describe('webhook delivery', () => {
         [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [
           workspace.id,
         ]);
-        // The crash between commit and enqueue, or Redis restarted empty: the job is gone.
-        expect(await queue.getJob(deliveryId)).toBeTruthy();
-        await queue.remove(deliveryId);
-        expect(await queue.getJob(deliveryId)).toBeUndefined();
+        // The crash between commit and wake, or Redis restarted empty: the wake is gone.
+        expect(await queue.getJob(wake)).toBeTruthy();
+        await queue.remove(wake);
+        expect(await queue.getJob(wake)).toBeUndefined();
       } finally {
         await queue.resume();
       }
@@ -159,19 +160,20 @@ describe('webhook delivery', () => {
       expect(receiver.requests).toHaveLength(1);
     });
 
-    it('re-enqueues a delivery whose scheduled retry was lost, keeping its attempt count', async () => {
+    it("wakes a host whose wake for a scheduled retry was lost, keeping the delivery's attempt count", async () => {
       const receiver = await startReceiver((_req, i) =>
         i === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 },
       );
-      const queue = t.app.get(DeliveryQueue).queues[0];
+      const queue = t.app.get(HostWakes).queues[0];
+      const wake = drainJobId(destinationOf(receiver.url));
       const { api, workspace, calculator, webhook } = await setupWebhook(t, receiver.url);
       await submit(api, calculator.id);
       const [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [
         workspace.id,
       ]);
-      await waitFor(async () => (await queue.getJobState(deliveryId)) === 'delayed', 5000, 'the delayed retry');
-      await queue.remove(deliveryId);
-      expect(await queue.getJob(deliveryId)).toBeUndefined();
+      await waitFor(async () => (await queue.getJobState(wake)) === 'delayed', 5000, 'the wake for the retry');
+      await queue.remove(wake);
+      expect(await queue.getJob(wake)).toBeUndefined();
 
       const delivery = await waitForEndedDelivery(api, webhook.id, 10_000);
       expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2 });

@@ -1,5 +1,5 @@
 import type { Response } from 'supertest';
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { destinationOf, drainJobId, HostWakes } from '../../src/delivery/host-wakes.js';
 import { snapshotDatabase } from '../support/hostile-input.js';
 import {
   client,
@@ -207,25 +207,29 @@ describe('isolation matrix: two workspaces, every endpoint', () => {
   });
 
   it("leaves each workspace's own operations working afterwards", async () => {
-    const [queue] = t.app.get(DeliveryQueue).queues; // one shard here
-    const jobIdsOf = async (deliveryId: string) =>
-      (await queue.getJobs())
-        .filter((job) => job.data.deliveryId === deliveryId)
-        .map((job) => job.id)
-        .sort();
+    const wakes = t.app.get(HostWakes);
+    const [queue] = wakes.queues; // one shard here
+    const nextDue = async (host: string) =>
+      ((await t.dataSource.query('SELECT host_next_due($1) AS at', [host])) as { at: Date | null }[])[0].at;
     for (const own of [a, b]) {
       expectJson(await own.api.get(`/operational-webhooks/${own.operationalWebhookId}`), 200);
       expectJson(await own.api.get(`/webhooks/${own.webhookId}/secret`), 200);
       expectJson(await own.api.get(`/webhooks/${own.webhookId}/deliveries/${own.deliveryId}`), 200);
       const retried = await own.api.post(`/webhooks/${own.webhookId}/deliveries/${own.deliveryId}/retry`);
       expect(retried.status).toBe(202);
-      // The submission's job (no worker runs here) and the manual retry's, named after the attempt it allows.
-      expect(await jobIdsOf(own.deliveryId)).toEqual([own.deliveryId, `${own.deliveryId}-manual-1`]);
+      // Pending again at its webhook's host, which has its one wake (no worker runs here); no job names it.
+      const host = destinationOf(`https://${own.name.toLowerCase()}.example.com/hook`);
+      const [row] = await t.dataSource.query('SELECT status, host FROM deliveries WHERE id = $1', [own.deliveryId]);
+      expect(row).toEqual({ status: 'pending', host });
+      expect(await nextDue(host)).not.toBeNull();
+      expect((await queue.getJob(drainJobId(host)))?.data).toEqual({ host });
+      const jobs = await queue.getJobs();
+      expect(jobs.filter((job) => JSON.stringify(job.data).includes(own.deliveryId))).toEqual([]);
       expectJson(await own.api.delete(`/webhooks/${own.webhookId}`), 200);
-      // The removal cancels the delivery the retry made pending again, and takes both its jobs off the queue.
+      // The removal cancels the delivery the retry made pending again: its host's next drain finds nothing.
       const [{ status }] = await t.dataSource.query('SELECT status FROM deliveries WHERE id = $1', [own.deliveryId]);
       expect(status).toBe('cancelled');
-      expect(await jobIdsOf(own.deliveryId)).toEqual([]);
+      expect(await nextDue(host)).toBeNull();
     }
   });
 });

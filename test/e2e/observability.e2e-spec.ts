@@ -211,7 +211,7 @@ describe('observability', () => {
       );
     });
 
-    it('reports queued jobs by state and how overdue the oldest pending delivery is', async () => {
+    it('reports host wakes by state and how overdue the oldest pending delivery is', async () => {
       replies = [{ status: 503, headers: { 'retry-after': '3600' } }];
       const { webhook, submit } = await setupWebhook();
       await submit();
@@ -219,7 +219,7 @@ describe('observability', () => {
       expect(await metric('webhook_delivery_queue_jobs', { state: 'waiting' })).toBe(0);
       expect(await metric('webhook_delivery_queue_jobs', { state: 'active' })).toBe(0);
       expect(await metric('webhook_delivery_oldest_pending_age_seconds')).toBe(0);
-      // Its job waits an hour (Retry-After); make the delivery itself overdue by 90 s.
+      // Its host's wake waits an hour (Retry-After); make the delivery itself overdue by 90 s.
       await t.dataSource.query(
         `UPDATE deliveries SET next_attempt_at = now() - interval '90 seconds' WHERE webhook_id = $1`,
         [webhook.id],

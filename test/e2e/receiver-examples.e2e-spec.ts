@@ -12,11 +12,13 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 // Inside the repository (and ignored by git), so the TypeScript example resolves standardwebhooks.
 const WORK_DIR = join(ROOT, 'test-results', 'receiver-examples');
 
-/** The fenced code blocks of README's "Verifying deliveries" section, by language. */
-function readmeExamples(): Record<string, string> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('### Verifying deliveries');
-  const section = readme.slice(start, readme.indexOf('\n#', start + 1));
+/** The fenced code blocks of docs/delivery.md's "Verifying deliveries" section, by language. */
+function documentedExamples(): Record<string, string> {
+  const page = readFileSync(join(ROOT, 'docs', 'delivery.md'), 'utf8');
+  const start = page.indexOf('\n## Verifying deliveries\n');
+  if (start === -1) throw new Error('docs/delivery.md has no "Verifying deliveries" section');
+  const end = page.indexOf('\n## ', start + 1);
+  const section = page.slice(start, end === -1 ? undefined : end);
   return Object.fromEntries([...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map(([, lang, code]) => [lang, code]));
 }
 
@@ -34,7 +36,7 @@ interface RunningExample {
   stop: () => void;
 }
 
-/** Starts the example as its README says (`WEBHOOK_SECRET=... PORT=... <run it>`), once it says it listens. */
+/** Starts the example as its page says (`WEBHOOK_SECRET=... PORT=... <run it>`), once it says it listens. */
 async function startExample(command: string, file: string, secret: string): Promise<RunningExample> {
   const port = await freePort();
   const child: ChildProcess = spawn(command, [file], {
@@ -62,9 +64,9 @@ const deliveryHeaders = (request: ReceivedRequest): Record<string, string> => ({
   'webhook-signature': String(request.headers['webhook-signature']),
 });
 
-describe('README "Verifying deliveries" receiver examples', () => {
+describe('docs/delivery.md "Verifying deliveries" receiver examples', () => {
   const env = useFastDeliveryApp();
-  const examples = readmeExamples();
+  const examples = documentedExamples();
   const running: RunningExample[] = [];
   let t: TestApp;
   let secret: string;

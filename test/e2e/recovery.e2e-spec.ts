@@ -347,8 +347,8 @@ describe('recovery carried out by worker processes', () => {
     expect(row.completed_at).toBeInstanceOf(Date);
 
     // A canary: a live webhook's recovery, created after the cancelled one. Once the worker has carried it
-    // out and its requeued delivery reached its receiver, the worker has run recovery passes and taken the
-    // jobs queued before it.
+    // out and its requeued delivery reached its receiver, the worker has run recovery passes and drained
+    // the hosts woken before it.
     const canaryReceiver = await Receiver.start();
     try {
       const canary = await webhookWithSubmission(t, canaryReceiver);

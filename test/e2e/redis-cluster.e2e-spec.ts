@@ -9,12 +9,12 @@ import { waitFor, type Receiver } from '../support/receiver.js';
 import { createWorkspace, TEST_REDIS_CLUSTER_NODES } from '../support/test-app.js';
 
 // The delivery engine on a real Redis Cluster (DESIGN 9; scripts/redis-cluster.sh starts it, 3 masters and
-// 3 replicas): every delivery queue shard has its own hash tag, a host's jobs and admission state share
+// 3 replicas): every delivery queue shard has its own hash tag, a host's wake and admission state share
 // its shard's slot, and the shards spread over every master.
 
 const SHARDS = 16;
 const SUBMISSIONS = 20;
-/** The app's warnings: a job failing on Redis (a command sent to the wrong node, say) is one. */
+/** The app's warnings: a drain failing on Redis (a command sent to the wrong node, say) is one. */
 const LOGS: string[] = [];
 
 const nodes = () =>
@@ -79,13 +79,13 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
       )) as { status: string; n: number }[];
     await waitFor(async () => (await statuses()).every((row) => row.status !== 'pending'), 20_000, 'every delivery');
     expect(await statuses()).toEqual([{ status: 'succeeded', n: SUBMISSIONS * receivers.length }]);
-    expect(LOGS.filter((line) => line.includes('Delivery job failed'))).toEqual([]);
+    expect(LOGS.filter((line) => line.includes('Host drain failed'))).toEqual([]);
     for (const receiver of receivers) {
       const ids = receiver.requests.map((r) => r.headers['webhook-id']);
       expect(new Set(ids).size).toBe(SUBMISSIONS); // none twice
     }
 
-    // Each master holds some shard's keys: the delivery queues and the hosts' admission state.
+    // Each master holds some shard's keys: the delivery queues, the hosts' admission state and registry.
     const prefix = env.t.config.queuePrefix;
     const keysByMaster = new Map<number, string[]>();
     for (const node of cluster.nodes('master')) {
@@ -95,8 +95,11 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
     expect([...keysByMaster.values()].every((keys) => keys.length > 0)).toBe(true);
     for (const receiver of receivers) {
       const host = new URL(receiver.url).host;
-      const base = `${layout.deliveryPrefix(layout.shardOf(host))}:dest:${host}`;
-      expect(keysByMaster.get(await masterOfHost(host))).toContain(`${base}:limit`);
+      const shard = layout.deliveryPrefix(layout.shardOf(host));
+      const keys = keysByMaster.get(await masterOfHost(host));
+      expect(keys).toContain(`${shard}:host:${host}`);
+      expect(keys).toContain(`${shard}:hosts`);
+      expect(await cluster.zscore(`${shard}:hosts`, host)).not.toBeNull();
     }
 
     // The hosts' state reads back across the nodes: a webhook's health and /metrics.

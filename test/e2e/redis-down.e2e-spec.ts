@@ -1,7 +1,7 @@
 import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
 
 // Redis unreachable: the api still accepts submissions (Postgres is the source of truth) and
-// answers quickly; the sweeper enqueues the deliveries once Redis is back.
+// answers quickly; the sweeper wakes the deliveries' hosts once Redis is back.
 describe('POST submissions while Redis is unreachable', () => {
   let t: TestApp;
   beforeAll(async () => {

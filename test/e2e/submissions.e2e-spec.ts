@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { createId } from '@paralleldrive/cuid2';
 import { API_KEY_HEADER } from '../../src/auth/api-key.js';
 import { isCuid2 } from '../../src/core/ids.js';
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { destinationOf, drainJobId, HostWakes } from '../../src/delivery/host-wakes.js';
 import { countRows, submit, SUBMISSION_KEYS } from '../support/delivery.js';
 import {
   API,
@@ -117,14 +117,15 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
   describe('the outbox', () => {
     const deliveryRows = (submissionId: string) =>
       t.dataSource.query(
-        `SELECT id, webhook_id, status, attempt_count, max_attempts, next_attempt_at, created_at
+        `SELECT id, webhook_id, status, attempt_count, max_attempts, next_attempt_at, host, next_trigger, created_at
          FROM deliveries WHERE submission_id = $1 ORDER BY webhook_id`,
         [submissionId],
       );
 
-    it('writes one pending delivery per active webhook of the calculator, each with its job', async () => {
+    it('writes one pending delivery per active webhook of the calculator, at its host, and wakes the hosts', async () => {
       const { workspace, api, calculator, webhook } = await setup();
-      const second = await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
+      const elsewhere = `https://${createId()}.example.com:8443/hook`;
+      const second = await registerWebhook(api, { url: elsewhere, calculators: [calculator.id] });
       const removed = await registerWebhook(api, { url: `${RECEIVER}/3`, calculators: [calculator.id] });
       await removeWebhook(api, removed.id);
       const otherCalculator = await createCalculator(t, workspace.id, 'Other');
@@ -133,24 +134,45 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
       const submission = await submit(api, calculator.id);
       const rows = await deliveryRows(submission.id);
       expect(rows.map((r: { webhook_id: string }) => r.webhook_id)).toEqual([webhook.id, second.id].sort());
+      const hosts = new Map([
+        [webhook.id, destinationOf(RECEIVER)],
+        [second.id, destinationOf(elsewhere)],
+      ]);
+      const [queue] = t.app.get(HostWakes).queues; // one shard here
       for (const row of rows) {
-        expect(row).toMatchObject({ status: 'pending', attempt_count: 0, max_attempts: 4 });
+        const host = hosts.get(row.webhook_id)!;
+        expect(row).toMatchObject({
+          status: 'pending',
+          attempt_count: 0,
+          max_attempts: 4,
+          host,
+          next_trigger: 'scheduled',
+        });
         expect(row.next_attempt_at).toEqual(new Date(submission.createdAt));
         expect(isCuid2(row.id)).toBe(true);
-        const job = await t.app.get(DeliveryQueue).queues[0].getJob(row.id);
-        expect(job?.data).toMatchObject({ deliveryId: row.id, trigger: 'scheduled' });
+        // Its host's one wake (no worker runs here), due now (waiting); nothing in Redis names the delivery.
+        const job = await queue.getJob(drainJobId(host));
+        expect(job?.data).toEqual({ host });
+        expect(await job?.getState()).toBe('waiting');
+        expect(await queue.getJob(row.id)).toBeUndefined();
       }
       expect(await countRows(t, 'deliveries', workspace.id)).toBe(2);
     });
 
-    it('enqueues the jobs of submissions that commit while an enqueue is out together, in one addBulk', async () => {
-      const { api, calculator } = await setup();
-      await registerWebhook(api, { url: `${RECEIVER}/2`, calculators: [calculator.id] });
-      const deliveryQueue = t.app.get(DeliveryQueue);
-      const [queue] = deliveryQueue.queues; // one shard here
-      // The real methods, watched: the first addBulk is held until every submission has handed its jobs over.
+    it('wakes the hosts of submissions that commit while a wake is out together, in one round trip', async () => {
+      const { workspace, api } = await setup();
+      // A calculator per host, each host new: every submission has a wake of its own to add.
+      const calculators = [];
+      for (let i = 0; i < 10; i++) {
+        const calculator = await createCalculator(t, workspace.id, `Host ${i}`);
+        await registerWebhook(api, { url: `https://${createId()}.example.com/hook`, calculators: [calculator.id] });
+        calculators.push(calculator);
+      }
+      const wakes = t.app.get(HostWakes);
+      const [queue] = wakes.queues; // one shard here
+      // The real methods, watched: the first addBulk is held until every submission has handed its wake over.
       const addBulk = queue.addBulk.bind(queue);
-      const add = deliveryQueue.add.bind(deliveryQueue);
+      const wakeOrThrow = wakes.wakeOrThrow.bind(wakes);
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
       const bulks: number[] = [];
@@ -160,46 +182,49 @@ describe('POST /calculators/{calculatorId}/submissions', () => {
         if (bulks.length === 1) await held;
         return addBulk(jobs);
       });
-      const addSpy = jest.spyOn(deliveryQueue, 'add').mockImplementation((...args) => {
+      const wakeSpy = jest.spyOn(wakes, 'wakeOrThrow').mockImplementation((...args) => {
         handedOver++;
-        return add(...args);
+        return wakeOrThrow(...args);
       });
       try {
-        const first = submit(api, calculator.id);
+        const first = submit(api, calculators[0].id);
         await waitFor(() => bulks.length === 1);
-        const others = Array.from({ length: 9 }, () => submit(api, calculator.id));
+        const others = calculators.slice(1).map((calculator) => submit(api, calculator.id));
         await waitFor(() => handedOver === 10);
         release();
         const submissions = await Promise.all([first, ...others]);
-        expect(bulks).toEqual([2, 18]);
-        const rows: { id: string }[] = await t.dataSource.query(
-          `SELECT id FROM deliveries WHERE submission_id = ANY($1)`,
+        expect(bulks).toEqual([1, 9]);
+        const rows: { host: string }[] = await t.dataSource.query(
+          `SELECT host FROM deliveries WHERE submission_id = ANY($1)`,
           [submissions.map((s) => s.id)],
         );
-        expect(rows).toHaveLength(20);
-        for (const { id } of rows) expect((await queue.getJob(id))?.data.deliveryId).toBe(id);
+        expect(new Set(rows.map((r) => r.host)).size).toBe(10);
+        for (const { host } of rows) expect((await queue.getJob(drainJobId(host)))?.data).toEqual({ host });
       } finally {
         release();
         bulkSpy.mockRestore();
-        addSpy.mockRestore();
+        wakeSpy.mockRestore();
       }
     });
 
-    it('writes a delivery, with its url, for every webhook bound since the calculator’s last submission', async () => {
+    it('writes a delivery, at its url’s host, for every webhook bound since the calculator’s last submission', async () => {
       const { api, calculator, webhook } = await setup();
       const first = await submit(api, calculator.id);
       expect(await deliveryRows(first.id)).toHaveLength(1);
       const added = [];
       for (let i = 2; i <= 5; i++) {
-        added.push(await registerWebhook(api, { url: `${RECEIVER}/${i}`, calculators: [calculator.id] }));
+        added.push(
+          await registerWebhook(api, { url: `https://${createId()}.example.com/${i}`, calculators: [calculator.id] }),
+        );
       }
       const urls = new Map([webhook, ...added].map((w) => [w.id, w.url]));
       const second = await submit(api, calculator.id);
-      const rows: { id: string; webhook_id: string }[] = await deliveryRows(second.id);
+      const rows: { id: string; webhook_id: string; host: string }[] = await deliveryRows(second.id);
       expect(rows.map((r) => r.webhook_id)).toEqual([...urls.keys()].sort());
       for (const row of rows) {
-        const job = await t.app.get(DeliveryQueue).queues[0].getJob(row.id);
-        expect(job?.data).toMatchObject({ deliveryId: row.id, url: urls.get(row.webhook_id) });
+        const host = destinationOf(urls.get(row.webhook_id)!);
+        expect(row.host).toBe(host);
+        expect((await t.app.get(HostWakes).queues[0].getJob(drainJobId(host)))?.data).toEqual({ host });
       }
       await removeWebhook(api, added[0].id);
       await removeWebhook(api, added[1].id);

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { Queue } from 'bullmq';
-import { DELIVERY_QUEUE, type DeliverJobData } from '../../src/delivery/delivery-queue.js';
+import { DELIVERY_QUEUE, destinationOf, drainJobId, type DrainJobData } from '../../src/delivery/host-wakes.js';
 import { OtlpCollector, type CollectedSpan } from '../support/otlp-collector.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 import { setupWebhook } from '../support/delivery.js';
@@ -77,12 +77,12 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
     expect(exits.map((e) => e.code)).toEqual(processes.map(() => 0));
   }
 
-  // On a cluster the job crosses a shard's queue (its own hash tag) and the spans come from Cluster clients.
+  // On a cluster the wake is in a shard's queue (its own hash tag) and the spans come from Cluster clients.
   it.each([
     ['one Redis', {}],
     ['a Redis Cluster with 4 queue shards', { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES, QUEUE_SHARDS: '4' }],
   ])(
-    'follows one submission in one trace on %s: request, enqueue, and the worker process claim, send and record',
+    'follows one submission in one trace on %s: request, wake, and the worker process claim, send and record',
     async (_on, redis: Record<string, string>) => {
       const { key, calc, secret, marker } = await setup();
       const seen = collector.spans.length;
@@ -96,18 +96,18 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
       await stopAll();
       expect(receiver.requests.length).toBe(before + 1);
 
-      const enqueue = collector.spans
+      const wake = collector.spans
         .slice(seen)
-        .find((s) => s.name === 'delivery.enqueue' && s.service === 'calc-webhooks-api')!;
-      expect(enqueue).toBeDefined();
-      const trace = collector.spans.slice(seen).filter((s) => s.traceId === enqueue.traceId);
+        .find((s) => s.name === 'delivery.wake' && s.service === 'calc-webhooks-api')!;
+      expect(wake).toBeDefined();
+      const trace = collector.spans.slice(seen).filter((s) => s.traceId === wake.traceId);
       const byId = new Map(trace.map((s) => [s.spanId, s]));
       const one = (name: string, service: string) => {
         const found = trace.filter((s) => s.name === name && s.service === service);
         expect(found.map((s) => s.name)).toEqual([name]);
         return found[0];
       };
-      // The api's request span (http instrumentation) is the root; the enqueue is within it.
+      // The api's request span (http instrumentation) is the root; the wake is within it.
       const request = trace.find((s) => s.kind === SERVER)!;
       expect(request).toMatchObject({ service: 'calc-webhooks-api', parentSpanId: '' });
       expect(request.attributes['http.route']).toBe('/api/v1/calculators/:calculatorId/submissions');
@@ -115,12 +115,19 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
         span.parentSpanId && byId.has(span.parentSpanId)
           ? [span.parentSpanId, ...ancestors(byId.get(span.parentSpanId)!)]
           : [];
-      expect(ancestors(enqueue)).toContain(request.spanId);
-      expect(enqueue.kind).toBe(PRODUCER);
-      // The worker process continues the trace from the job: its attempt is the enqueue's child.
+      expect(ancestors(wake)).toContain(request.spanId);
+      expect(wake.kind).toBe(PRODUCER);
+      // The worker process continues the trace the delivery's row kept: its attempt is within the request,
+      // a child of the span that wrote the delivery (nothing of the trace goes through the host's wake).
       const attempt = one('delivery.attempt', 'calc-webhooks-worker');
-      expect(attempt).toMatchObject({ kind: CONSUMER, parentSpanId: enqueue.spanId });
-      expect(attempt.attributes).toMatchObject({ 'delivery.outcome': 'succeeded', 'delivery.trigger': 'scheduled' });
+      expect(attempt.kind).toBe(CONSUMER);
+      expect(byId.get(attempt.parentSpanId)?.service).toBe('calc-webhooks-api');
+      expect(ancestors(attempt)).toContain(request.spanId);
+      expect(attempt.attributes).toMatchObject({
+        'delivery.outcome': 'succeeded',
+        'delivery.trigger': 'scheduled',
+        'delivery.destination': destinationOf(receiver.url),
+      });
       for (const step of ['delivery.connect', 'delivery.claim', 'delivery.send', 'delivery.record']) {
         expect(one(step, 'calc-webhooks-worker').parentSpanId).toBe(attempt.spanId);
       }
@@ -131,14 +138,14 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
         trace.filter((s) => s.service === service && s.attributes['db.system.name'] === 'postgresql');
       expect(pgIn('calc-webhooks-api').length).toBeGreaterThan(0);
       expect(pgIn('calc-webhooks-worker').some((s) => s.parentSpanId === claim.spanId)).toBe(true);
-      // BullMQ's addBulk (ioredis, imported from ESM) under the enqueue, sent to the Redis or a cluster node.
-      const addBulk = trace.filter(
-        (s) => s.parentSpanId === enqueue.spanId && s.attributes['db.system.name'] === 'redis',
+      // The wake's Redis commands (ioredis, imported from ESM) under it, sent to the Redis or a cluster node.
+      const wakeCommands = trace.filter(
+        (s) => s.parentSpanId === wake.spanId && s.attributes['db.system.name'] === 'redis',
       );
-      expect(addBulk.length).toBeGreaterThan(0);
+      expect(wakeCommands.length).toBeGreaterThan(0);
       // A failover may have moved a master to any node of the cluster: on it, anything but the single Redis.
       const single = Number(new URL(t.config.redisUrl).port || 6379);
-      for (const span of addBulk) {
+      for (const span of wakeCommands) {
         if (redis.REDIS_CLUSTER_NODES) expect(span.attributes['server.port']).not.toBe(single);
         else expect(span.attributes['server.port']).toBe(single);
       }
@@ -150,31 +157,22 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
     90_000,
   );
 
-  it('off: no span is exported and the job carries no trace context', async () => {
+  it("off: no span is exported and neither the delivery nor its host's wake carries a trace context", async () => {
     const { key, calc, marker } = await setup();
     const seen = collector.spans.length;
     const api = await start({}, false);
     await submit(api, key, calc.id, marker);
-    const [row] = (await t.dataSource.query(`SELECT id FROM deliveries WHERE calculator_id = $1`, [calc.id])) as {
-      id: string;
-    }[];
-    const queue = new Queue<DeliverJobData>(DELIVERY_QUEUE, {
+    const [row] = (await t.dataSource.query(`SELECT host, trace FROM deliveries WHERE calculator_id = $1`, [
+      calc.id,
+    ])) as { host: string; trace: unknown }[];
+    expect(row).toEqual({ host: destinationOf(receiver.url), trace: null });
+    const queue = new Queue<DrainJobData>(DELIVERY_QUEUE, {
       connection: { url: t.config.redisUrl },
       prefix: t.config.queuePrefix,
     });
     try {
-      const job = await waitFor(() => queue.getJob(row.id), 5_000, 'the job');
-      expect(job.data).not.toHaveProperty('trace');
-      expect(Object.keys(job.data).sort()).toEqual([
-        'createdAt',
-        'deliveryId',
-        'destination',
-        'maxInFlight',
-        'trigger',
-        'url',
-        'webhookId',
-        'workspaceId',
-      ]);
+      const job = await waitFor(() => queue.getJob(drainJobId(row.host)), 5_000, "the host's wake");
+      expect(job.data).toEqual({ host: row.host });
     } finally {
       await queue.close();
     }
@@ -182,7 +180,7 @@ describe('tracing (OpenTelemetry, DESIGN 9)', () => {
     expect(collector.spans.length).toBe(seen);
   }, 60_000);
 
-  it('records none of a trace the api did not sample: the worker follows the sampled flag in the job', async () => {
+  it('records none of a trace the api did not sample: the worker follows the sampled flag the delivery kept', async () => {
     const { key, calc, marker } = await setup();
     const seen = collector.spans.length;
     const before = receiver.requests.length;

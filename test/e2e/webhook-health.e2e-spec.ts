@@ -1,5 +1,5 @@
 import { AttemptRecords, type AttemptRecord } from '../../src/delivery/store/attempt-records.js';
-import { DeliveryQueue } from '../../src/delivery/delivery-queue.js';
+import { destinationOf, HostWakes } from '../../src/delivery/host-wakes.js';
 import type { WebhookHealth } from '../../src/webhooks/webhook.serializer.js';
 import {
   expectNoFurtherRequests,
@@ -21,7 +21,7 @@ import {
   type Client,
 } from '../support/management-api.js';
 import { pace, untilClock, waitFor, type Behaviour } from '../support/receiver.js';
-import { createWorkspace } from '../support/test-app.js';
+import { createWorkspace, type TestApp } from '../support/test-app.js';
 
 const HEALTH_KEYS = [
   'consecutiveFailures',
@@ -35,6 +35,21 @@ const HEALTH_KEYS = [
   'state',
   'webhookId',
 ];
+
+/** When the host's next pending delivery falls due, as its drain reads it (null: nothing pending there). */
+async function nextDue(t: TestApp, host: string): Promise<Date | null> {
+  const [{ at }] = await t.dataSource.query('SELECT host_next_due($1) AS at', [host]);
+  return at;
+}
+
+/** The hosts the deliveries wait at, in the order of `ids` (null: none, they cannot be pending). */
+async function hostsOf(t: TestApp, ids: string[]): Promise<(string | null)[]> {
+  const rows: { id: string; host: string | null }[] = await t.dataSource.query(
+    'SELECT id, host FROM deliveries WHERE id = ANY($1)',
+    [ids],
+  );
+  return ids.map((id) => rows.find((r) => r.id === id)!.host);
+}
 
 async function healthOf(api: Client, webhookId: string, action?: 'disable' | 'enable'): Promise<WebhookHealth> {
   const res = action
@@ -109,7 +124,7 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
   });
 
   describe('POST /webhooks/{id}/disable and /enable', () => {
-    it('sends nothing while disabled: new deliveries are recorded skipped, with no job; enable sends again', async () => {
+    it('sends nothing while disabled: new deliveries are recorded skipped, at no host; enable sends again', async () => {
       const receiver = await env.startReceiver();
       const { api, webhook, calculator } = await setupWebhook(env.t, receiver.url);
       const before = (await api.get(`/webhooks/${webhook.id}`)).text;
@@ -127,12 +142,14 @@ describe('webhook health and pause, fast retries (3 attempts), disabled after 3 
       expect(receiver.requests).toHaveLength(0);
       const skipped = await listDeliveries(api, webhook.id);
       expect(skipped).toHaveLength(2);
-      const [queue] = env.t.app.get(DeliveryQueue).queues; // one shard here
       for (const d of skipped) {
         expect(d).toMatchObject({ status: 'skipped', attemptCount: 0, nextAttemptAt: null });
         expectTimestamp(d.completedAt);
-        expect(await queue.getJob(d.id)).toBeUndefined();
       }
+      // At no host: nothing for a drain to find.
+      const ids = skipped.map((d) => d.id);
+      expect(await hostsOf(env.t, ids)).toEqual([null, null]);
+      expect(await nextDue(env.t, destinationOf(receiver.url))).toBeNull();
       // The spec's resources do not change: same body, still listed.
       expect((await api.get(`/webhooks/${webhook.id}`)).text).toBe(before);
       expect((await api.get('/webhooks')).text).toBe(listed);
@@ -304,7 +321,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     return { ...setup, receiver, delivery };
   }
 
-  it('disabling turns pending deliveries skipped and drops their jobs', async () => {
+  it('disabling turns pending deliveries skipped, leaving their host nothing to drain', async () => {
     const { api, webhook, delivery, receiver } = await pendingDelivery(() => ({ status: 500 }));
     expect((await healthOf(api, webhook.id)).pendingDeliveries).toBe(1);
     const disabled = await healthOf(api, webhook.id, 'disable');
@@ -312,7 +329,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     const after = await getDelivery(api, webhook.id, delivery.id);
     expect(after).toMatchObject({ status: 'skipped', nextAttemptAt: null, attemptCount: 1 });
     expectTimestamp(after.completedAt);
-    expect(await env.t.app.get(DeliveryQueue).queues[0].getJob(delivery.id)).toBeUndefined();
+    expect(await nextDue(env.t, destinationOf(receiver.url))).toBeNull();
     expect(receiver.requests).toHaveLength(1);
     // Removal works as usual on a disabled webhook; its skipped delivery stays skipped.
     expectJson(await api.delete(`/webhooks/${webhook.id}`), 200);
@@ -322,19 +339,17 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
   });
 
   it('the claim never attempts a delivery of a disabled webhook: it marks it skipped', async () => {
-    const { webhook, workspace, delivery, receiver } = await pendingDelivery(() => ({ status: 500 }));
-    // A disable that committed after this delivery's job was queued (as when it races a submission).
+    const { webhook, delivery, receiver } = await pendingDelivery(() => ({ status: 500 }));
+    // A disable that committed after this delivery was made pending (as when it races a submission), which
+    // its host's drain then finds due.
     await env.t.dataSource.query(`UPDATE webhooks SET disabled_at = now(), disabled_reason = 'manual' WHERE id = $1`, [
       webhook.id,
     ]);
-    await env.t.app.get(DeliveryQueue).runNow({
-      deliveryId: delivery.id,
-      createdAt: new Date(delivery.createdAt),
-      url: receiver.url,
-      workspaceId: workspace.id,
-      webhookId: webhook.id,
-      maxAttempts: 2,
-    });
+    const [[{ host }]] = await env.t.dataSource.query(
+      'UPDATE deliveries SET next_attempt_at = now() WHERE id = $1 RETURNING host',
+      [delivery.id],
+    );
+    await env.t.app.get(HostWakes).wake([{ host }]);
     const skipped = await waitFor(async () => {
       const [row] = await env.t.dataSource.query('SELECT status, attempt_count FROM deliveries WHERE id = $1', [
         delivery.id,
@@ -344,6 +359,7 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
     expect(skipped.attempt_count).toBe(1);
     await expectNoFurtherRequests(receiver);
     expect(receiver.requests).toHaveLength(1);
+    expect(await nextDue(env.t, host)).toBeNull();
   });
 
   it('POST .../retry on a pending delivery moves its next attempt to now, adding no attempt', async () => {
@@ -358,7 +374,8 @@ describe('webhook pause and retry, slow retries (next attempt after an hour)', (
       return d.status === 'succeeded' ? d : null;
     });
     expect(done).toMatchObject({ attemptCount: 2, maxAttempts: 2 });
-    expect(done.attempts.map((a) => a.trigger)).toEqual(['scheduled', 'scheduled']);
+    // The retry made it due: its attempt is logged as the retry's.
+    expect(done.attempts.map((a) => a.trigger)).toEqual(['scheduled', 'manual']);
   });
 
   it('a skipped delivery counts as ended: retried once more after enable; on a disabled webhook retry is a 400', async () => {

@@ -102,7 +102,7 @@ describe('worker process (dist/worker.js)', () => {
     expect(receiver.requests.length - received.size).toBeLessThanOrEqual(5);
   }, 120_000);
 
-  it('on SIGTERM finishes attempts in flight, takes no new jobs, and exits 0', async () => {
+  it('on SIGTERM finishes attempts in flight, starts no new ones, and exits 0', async () => {
     receiver = await Receiver.start(() => ({ status: 200, delayMs: 1500 }));
     const { workspace, submit } = await setup(1);
     for (let n = 0; n < 6; n++) await submit(n);

@@ -26,7 +26,7 @@ describe(`fault: ${SCENARIO}`, () => {
     const n = LOAD.submissions;
     const stream = s.stream(n);
     await stream.reached(Math.floor(n * 0.4));
-    // The master holding most of this scenario's keys (its jobs, delayed retries and hosts' state).
+    // The master holding most of this scenario's keys (its hosts' wakes, rewake marks and admission state).
     const failover = await failOverBusiestMaster(cluster, s.queuePrefix);
     const results = await stream.done;
 

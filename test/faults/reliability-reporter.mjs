@@ -83,12 +83,14 @@ export default class ReliabilityReporter {
       '- every `succeeded` delivery reached its receiver with a 2xx; every request is correctly signed and',
       '  carries the payload of its delivery; a duplicate carries the same `webhook-id` as the original;',
       '- the attempt log matches (`attempt_count` = attempt rows ≤ the schedule; no recorded answer the',
-      '  receiver did not give);',
+      '  receiver did not give), and every request a receiver got is an attempt in it (counted per delivery:',
+      '  requests received ≤ attempts recorded; a sender killed mid-attempt has its attempt logged, outcome',
+      '  unknown, once its lease runs out);',
       '- nothing reached a webhook after its DELETE returned.',
       '',
       '*Duplicates*: requests for a delivery its receiver had already accepted with a 2xx (what a receiver',
-      'de-duplicates by `webhook-id`). *Unrecorded sends*: requests whose attempt left no row (the sender',
-      'was killed, or Postgres went away, between sending and recording).',
+      'de-duplicates by `webhook-id`). *Unrecorded sends*: requests whose attempt left no row; any fails the',
+      'scenario.',
       '',
       `Last run: ${new Date(results.startTime).toISOString()}, commit ${commit()}, Node ${process.version}, ` +
         `${results.numPassedTests} passed, ${results.numFailedTests} failed, ${fmtMs(totalMs)} in all; ` +

@@ -1,12 +1,11 @@
-import { Redis } from 'ioredis';
 import { settleCheckAndReport } from './support/end-state.js';
 import { FAST_ENV, LOAD, Scenario } from './support/scenario.js';
 
 const SCENARIO = 'two workers at hosts that admit two at a time; the worker holding waiters killed';
 
-// Each host admits two attempts at once and a worker runs four: most jobs wait, in a host's line (parked,
-// some woken with a slot kept for them, one per worker in process) or for their workspace's share of a
-// worker (in process).
+// Each host admits two attempts at once and a worker runs four: most deliveries wait, due, as rows at their
+// host (in Postgres) or for their workspace's share of a worker, while the workers drain the hosts (each
+// drain's wake job is its host's lease, which the killed worker's stalls hand to the other).
 const ENV = {
   ...FAST_ENV,
   WORKER_CONCURRENCY: '4',
@@ -31,7 +30,7 @@ describe(`fault: ${SCENARIO}`, () => {
     const n = LOAD.submissions;
     const stream = s.stream(n);
     await stream.reached(Math.floor(n * 0.4));
-    const inLine = await waitersInLine(s);
+    const inLine = await dueAtHosts(s);
     await doomed.kill('SIGKILL');
     expect(inLine).toBeGreaterThan(0);
     const results = await stream.done;
@@ -41,21 +40,18 @@ describe(`fault: ${SCENARIO}`, () => {
       scenario: SCENARIO,
       file: 'test/faults/waiters-kill.faults-spec.ts',
       injected:
-        'two workers of four slots each at hosts limited to two attempts in flight; the second killed with SIGKILL at 40% of the stream, holding slots, turns kept for woken jobs, jobs waiting in process for its share or for a turn at a host, and jobs it was parking; never restarted',
+        "two workers of four sockets each at hosts limited to two attempts in flight; the second killed with SIGKILL at 40% of the stream, holding hosts' drains (their wake jobs active, attempts leased and in flight) while due deliveries wait at the hosts; never restarted",
       results,
       extra: { workerKills: 1, inLineAtKill: inLine },
     });
   });
 });
 
-/** Jobs in the hosts' lines (admission's `waiting` hashes) now. */
-async function waitersInLine(s: Scenario): Promise<number> {
-  const redis = new Redis(s.redisUrl);
-  try {
-    const keys = await redis.keys(`${s.queuePrefix}:dest:*:waiting`);
-    const sizes = await Promise.all(keys.map((key) => redis.hlen(key)));
-    return sizes.reduce((a, b) => a + b, 0);
-  } finally {
-    redis.disconnect();
-  }
+/** Due deliveries waiting at their hosts now (pending, due, not leased by an attempt). */
+async function dueAtHosts(s: Scenario): Promise<number> {
+  const { rows } = await s.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM deliveries
+     WHERE status = 'pending' AND next_attempt_at <= now() AND lease_until IS NULL`,
+  );
+  return rows[0].n;
 }

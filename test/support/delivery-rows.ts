@@ -27,12 +27,15 @@ export interface DeliveryRow {
   createdAt: Date;
   /** Null for a pending row; defaults to createdAt for an ended one. */
   completedAt?: Date | null;
+  /** When a pending row is due; a day from now by default. */
+  dueAt?: Date;
 }
 
 /**
  * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,
  * thousands of them, exact createdAt ties); `submissionId` must be a submission of the webhook's calculator.
- * Partitions are made for createdAt times before the migration's (rows of days ago, say).
+ * A pending row waits at its webhook's host, with no wake made for it. Partitions are made for createdAt
+ * times before the migration's (rows of days ago, say).
  */
 export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: DeliveryRow[]): Promise<string[]> {
   const ids = rows.map(() => createId());
@@ -41,11 +44,13 @@ export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: D
   const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
   await t.dataSource.query(
     `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
-       next_attempt_at, created_at, updated_at, completed_at)
-     SELECT r.id, $1, $2, $3, $4, r.status, 8,
-       CASE WHEN r.status = 'pending' THEN now() + interval '1 day' END, r.created_at, r.created_at, r.completed_at
-     FROM unnest($5::varchar[], $6::varchar[], $7::timestamptz[], $8::timestamptz[])
-       AS r(id, status, created_at, completed_at)`,
+       next_attempt_at, host, created_at, updated_at, completed_at)
+     SELECT r.id, $1, $2::varchar, $3, $4, r.status, 8,
+       CASE WHEN r.status = 'pending' THEN COALESCE(r.due_at, now() + interval '1 day') END,
+       CASE WHEN r.status = 'pending' THEN (SELECT url_destination(w.url) FROM webhooks w WHERE w.id = $2::varchar) END,
+       r.created_at, r.created_at, r.completed_at
+     FROM unnest($5::varchar[], $6::varchar[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[])
+       AS r(id, status, created_at, completed_at, due_at)`,
     [
       owner.workspaceId,
       owner.webhookId,
@@ -55,6 +60,7 @@ export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: D
       rows.map((r) => r.status),
       rows.map((r) => r.createdAt),
       rows.map(ended),
+      rows.map((r) => r.dueAt ?? null),
     ],
   );
   return ids;

@@ -16,7 +16,7 @@ export default async function globalSetup(): Promise<void> {
   if (!(await reachable('127.0.0.1', 5432))) missing.push('PostgreSQL on 127.0.0.1:5432');
   if (!(await reachable('127.0.0.1', 6379))) missing.push('Redis on 127.0.0.1:6379');
   if (missing.length > 0) {
-    throw new Error(`Tests need ${missing.join(' and ')}; start them (see README, "Running the tests").`);
+    throw new Error(`Tests need ${missing.join(' and ')}; start them (see docs/development.md, "Postgres and Redis").`);
   }
   // The Redis Cluster tests' cluster: started here (idempotent) unless one is given.
   if (!process.env.TEST_REDIS_CLUSTER_NODES) {

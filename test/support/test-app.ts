@@ -15,7 +15,7 @@ import { loadConfig, type AppConfig } from '../../src/core/config/config.js';
 import { runMigrations } from '../../src/core/database/migrate.js';
 import { applyServerTimeouts } from '../../src/core/http/server-timeouts.js';
 import { QueueLayout } from '../../src/core/redis/queue-layout.js';
-import { DELIVERY_QUEUE } from '../../src/delivery/delivery-queue.js';
+import { DELIVERY_QUEUE } from '../../src/delivery/host-wakes.js';
 import { MAINTENANCE_QUEUE } from '../../src/scheduling/scheduled-job.js';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service.js';
 import { watchContract } from './openapi-contract.js';
@@ -52,7 +52,7 @@ export async function createTestDatabaseConfig(overrides: Record<string, string>
     WORKER_ENABLED: 'false',
     SEED_DEMO: 'false',
     METRICS_PORT: '0', // the tests that read /metrics give it a free port
-    LOG_LEVEL: 'error', // 4xx lines are warnings: the tests make thousands
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error', // 4xx lines are warnings: the tests make thousands
     RATE_LIMIT_PER_IP_PER_MINUTE: '0', // every test client is 127.0.0.1; the rate-limit tests turn it on
     ...overrides,
   });

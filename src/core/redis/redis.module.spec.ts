@@ -10,7 +10,6 @@ const NAMES: RedisConnectionName[] = [
   'worker',
   'maintenance',
   'admission',
-  'admission-wakes',
 ];
 
 describe('RedisClients', () => {
@@ -34,7 +33,6 @@ describe('RedisClients', () => {
   it("keeps BullMQ's consumer waiting through a reconnect and the request path failing fast", () => {
     expect(clients.options('worker').maxRetriesPerRequest).toBeNull();
     expect(clients.options('maintenance').maxRetriesPerRequest).toBeNull();
-    expect(clients.options('admission-wakes').maxRetriesPerRequest).toBeNull();
     expect(clients.options('rate-limit')).toMatchObject({ enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     expect(clients.options('queue')).toMatchObject({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   });

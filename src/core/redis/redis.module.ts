@@ -19,10 +19,8 @@ const CONNECTIONS = {
   worker: { maxRetriesPerRequest: null },
   // BullMQ's consumer of the scheduled jobs (sweeper, retention and the like), likewise.
   maintenance: { maxRetriesPerRequest: null },
-  // Auto-pipelining: the slots taken and freed by concurrent jobs go to Redis in one write.
+  // Hosts' admission state, saved by drains and read by /metrics and health.
   admission: { maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true },
-  // Subscribed to the turns other workers give to jobs waiting here (ioredis subscribes again on reconnect).
-  'admission-wakes': { maxRetriesPerRequest: null },
 } satisfies Record<string, RedisOptions>;
 
 export type RedisConnectionName = keyof typeof CONNECTIONS;

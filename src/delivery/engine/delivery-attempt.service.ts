@@ -11,8 +11,7 @@ import { AttemptRecords } from '../store/attempt-records.js';
 import { DeliveryStore } from '../store/delivery-store.js';
 import { buildPayload } from '../delivery-payload.js';
 import { scheduleDelaysMs } from '../retry-schedule.js';
-import { WebhookCaps } from './admission/webhook-caps.js';
-import type { DeliverJobData } from '../delivery-queue.js';
+import type { TraceCarrier } from '../../core/tracing/tracing.js';
 import { signPayload } from './signing.js';
 import { WebhookSender, type Connection, type Outgoing, type SendResult } from './webhook-sender.js';
 
@@ -22,6 +21,20 @@ const MAX_UNSENT_TRIES = 3;
 /** What one run of a job came to; `busy`: another worker is attempting it, so look again later. */
 export type RunResult =
   (AttemptOutcome & { send: SendResult }) | { status: 'cancelled' } | { status: 'skipped' } | { status: 'busy' };
+
+/** A due delivery a host's drain attempts (its pick's row). */
+export interface DueDelivery {
+  deliveryId: string;
+  /** Names its partition (DESIGN 9). */
+  createdAt: Date;
+  trigger: 'scheduled' | 'manual';
+  host: string;
+  url: string;
+  webhookId: string;
+  workspaceId: string;
+  /** W3C trace context of the request that made it, so each attempt joins its trace; null when tracing was off. */
+  trace: TraceCarrier | null;
+}
 
 /**
  * One attempt of one delivery: connect, claim (the removal fence), sign and write, release the fence,
@@ -38,20 +51,19 @@ export class DeliveryAttemptService {
     private readonly records: AttemptRecords,
     private readonly metrics: DeliveryMetrics,
     private readonly store: DeliveryStore,
-    private readonly caps: WebhookCaps,
   ) {}
 
   /** `answered` runs once the receiver has answered (or the send failed), before the attempt is recorded. */
-  async run(job: DeliverJobData, answered: (result: SendResult) => void = () => undefined): Promise<RunResult> {
+  async run(job: DueDelivery, answered: (result: SendResult) => void = () => undefined): Promise<RunResult> {
     if (!isCuid2(job.deliveryId)) return { status: 'skipped' };
     const attributes = {
       'delivery.id': job.deliveryId,
       'delivery.trigger': job.trigger,
-      'delivery.destination': job.destination,
+      'delivery.destination': job.host,
       'webhook.id': job.webhookId,
       'workspace.id': job.workspaceId,
     };
-    // A child of the enqueue (the submission's trace) when the job carries one; otherwise a trace of its own.
+    // A child of the request that made it (the submission's trace) when it kept one; otherwise a trace of its own.
     const parent = job.trace ?? {};
     return inSpan(
       'delivery.attempt',
@@ -71,14 +83,14 @@ export class DeliveryAttemptService {
 
   /** One claim and send; 'unsent' (the lease given back, nothing recorded) when `mayRetry` and nothing went out. */
   private async attempt(
-    { deliveryId, createdAt, trigger, url }: DeliverJobData,
+    { deliveryId, createdAt, trigger, url }: DueDelivery,
     mayRetry: boolean,
     answered: (result: SendResult) => void,
   ): Promise<RunResult | 'unsent'> {
     // Connect first: a host that never accepts holds a socket and a slot, not the webhook's lock.
     const connection = await inSpan('delivery.connect', {}, () => this.sender.connect(url));
     const claim = await inSpan('delivery.claim', {}, async (span) => {
-      const claimed = await this.claims.claim(deliveryId, createdAt ? new Date(createdAt) : undefined);
+      const claimed = await this.claims.claim(deliveryId, createdAt);
       span.setAttribute('delivery.claim', claimed.outcome);
       return claimed;
     }).catch((error: unknown) => {
@@ -92,8 +104,6 @@ export class DeliveryAttemptService {
         ? { status: 'skipped' }
         : { status: claim.outcome };
     }
-    // What admission applies to this webhook's next attempts here (it runs before their claims).
-    this.caps.learn(claim.context.webhook_id, claim.context.settings.maxInFlight);
     const startedAt = new Date();
     const result = await inSpan(
       'delivery.send',
@@ -131,7 +141,7 @@ export class DeliveryAttemptService {
 
   private async record(
     deliveryId: string,
-    trigger: DeliverJobData['trigger'],
+    trigger: DueDelivery['trigger'],
     ctx: AttemptContext,
     startedAt: Date,
     result: SendResult,

@@ -1,89 +1,113 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { closeWorker } from '../../core/redis/close-worker.js';
 import { QueueLayout } from '../../core/redis/queue-layout.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
-import { DELIVERY_QUEUE, type DeliverJobData } from '../delivery-queue.js';
-import { Admission, signalOf } from './admission/admission.js';
-import { DeliveryAttemptService, type RunResult } from './delivery-attempt.service.js';
+import { HostStates } from '../host-state.js';
+import { DELIVERY_QUEUE, HostWakes, type DrainJobData } from '../host-wakes.js';
+import { DeliveryStore, type PickedDelivery } from '../store/delivery-store.js';
+import { Admission, signalOf, type HostAdmission } from './admission/admission.js';
+import { DeliveryAttemptService } from './delivery-attempt.service.js';
 import type { SendResult } from './webhook-sender.js';
 
-/** Thrown after a failed attempt that will be retried; the queue's backoff reads its delay. */
-export class RetryLaterError extends Error {
-  constructor(
-    readonly delayMs: number,
-    reason: string,
-  ) {
-    super(reason);
+// While attempts are out and the host has room, the drain looks this often whether a delivery was made due
+// meanwhile (the host's rewake mark, one Redis read): an answer that comes sooner looks at once.
+const MARK_LOOK_MS = 100;
+// Due deliveries this worker may not take now (their workspaces at their share here, or the worker full):
+// looked at again when a socket comes back, or after this long.
+const BLOCKED_LOOK_MS = 250;
+// A state changed by answers is saved at most this often (a window is at least 100 ms anyway); a host
+// drained in lanes shares it through Redis at this pace.
+const SAVE_EVERY_MS = 100;
+// Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
+const LANES_LOOK_MS = 1_000;
+
+/** Wakes whoever waits for the next answer; a drain checks its state, then waits, with no await between. */
+class Signal {
+  private waiters: (() => void)[] = [];
+
+  next(): Promise<void> {
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  fire(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
   }
 }
 
-// Postgres or Redis trouble (not a receiver's answer): try the same attempt again shortly.
-const INFRASTRUCTURE_RETRY_MS = 5_000;
-// Another worker holds the delivery's lease: look again once it has most likely recorded its attempt.
-const BUSY_WAIT_MS = 5_000;
-
-export const deliveryBackoff = (_attemptsMade: number, _type?: string, error?: Error): number =>
-  error instanceof RetryLaterError ? error.delayMs : INFRASTRUCTURE_RETRY_MS;
-
-/** A count of free slots; whoever finds none waits in arrival order. */
-class Slots {
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(private free: number) {}
-
-  async take(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
-  }
+/** One drain of one host (or of one lane of it): what it holds while its job runs. */
+interface Drain {
+  host: string;
+  lane: number;
+  admission: HostAdmission;
+  /** Webhook -> its attempts in flight here, for its cap. */
+  busy: Map<string, number>;
+  answered: Signal;
+  /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
+  retryAt: number;
+  savedAt: number;
+  dirty: boolean;
+  /** A lane above the host's lanes now: it ends once its attempts have. */
+  retired: boolean;
+  /** The drain has left: a retry its attempts schedule from now on wakes the host itself. */
+  ended: boolean;
 }
 
 /**
- * The BullMQ consumer, one Worker per delivery shard (QUEUE_SHARDS). Retries belong to the queue: a failed attempt throws, and the job comes back
- * after the delay the schedule chose; a delivery that has ended completes or fails the job. Admission
- * decides when an attempt may start; a job it turns away waits parked, without spending an attempt.
+ * The BullMQ consumer of host wakes (DESIGN 5, "Wakes and drains"), one Worker per shard (QUEUE_SHARDS). A
+ * wake job is its host's lease while it runs (BullMQ renews its lock; a dead worker's job stalls and
+ * another worker resumes the drain). A drain picks the host's due deliveries within admission, attempts
+ * them (each claims, sends and records; records go to Postgres in batches), picks again as answers free
+ * room, and when nothing more is due leaves its job delayed to the host's next due time (or completes it
+ * when nothing is pending) by the protocol HostWakes states. A host whose limit is more than one worker
+ * should hold (half its sockets) is drained in lanes by webhook: lane 0, the host's wake, adds a job per
+ * other lane, which any worker takes; each lane holds its share of the host's limit and ends when its
+ * webhooks have nothing due (HostAdmission).
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DeliveryWorker');
-  private workers: Worker<DeliverJobData>[] = [];
-  /** With shards, each shard's worker may take every slot, and together they take no more (WORKER_CONCURRENCY). */
-  private readonly slots?: Slots;
+  private workers: Worker<DrainJobData>[] = [];
+  private closing = false;
+  /** Attempts not yet recorded, drains' ended or not: shutdown lets them record. */
+  private readonly outstanding = new Set<Promise<void>>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly attempts: DeliveryAttemptService,
     private readonly admission: Admission,
+    private readonly store: DeliveryStore,
+    private readonly wakes: HostWakes,
+    private readonly states: HostStates,
     private readonly redis: RedisClients,
-  ) {
-    if (config.queueShards > 1) this.slots = new Slots(config.workerConcurrency);
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     const layout = QueueLayout.of(this.config);
     this.workers = layout.deliveryPrefixes.map((prefix) => {
-      const worker = new Worker<DeliverJobData>(DELIVERY_QUEUE, (job, token) => this.run(job, token), {
+      const worker = new Worker<DrainJobData>(DELIVERY_QUEUE, (job, token) => this.drain(job, token), {
         connection: this.redis.connection('worker'),
         prefix,
-        concurrency: this.config.workerConcurrency,
+        // Shown on each job it runs (processedBy, and in the queue dashboard): which worker drains a host.
+        name: `${hostname()}:${process.pid}`,
+        // Drains, not attempts: one per host with due work. Sockets are bounded by WORKER_CONCURRENCY
+        // across them (WorkerShare); a drain waiting for its host holds none.
+        concurrency: this.config.workerConcurrency * 2,
         lockDuration: this.config.deliveryLockMs,
         stalledInterval: this.config.deliveryLockMs,
         maxStalledCount: 1_000,
-        settings: { backoffStrategy: deliveryBackoff },
       });
       this.redis.logErrors('worker', worker);
-      worker.on('failed', (job, error) => this.logInfrastructureFailure(job, error));
+      worker.on('completed', (job) => {
+        if (!job.data.lane) void this.afterIdle(job.data.host);
+      });
+      worker.on('failed', (job, error) => this.logFailure(job, error));
       return worker;
     });
     this.logger.log(
@@ -91,48 +115,255 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     );
   }
 
-  private async run(job: Job<DeliverJobData>, token?: string): Promise<string> {
-    if (!this.slots) return this.process(job, token);
-    await this.slots.take();
+  /** Drains the host; returns when nothing is pending there, or leaves the job delayed (DelayedError). */
+  async drain(job: Job<DrainJobData>, token?: string): Promise<string> {
+    const { host, lane = 0 } = job.data;
+    const drain: Drain = {
+      host,
+      lane,
+      admission: this.admission.host(await this.states.load(host), lane),
+      busy: new Map(),
+      answered: new Signal(),
+      retryAt: Infinity,
+      savedAt: Date.now(),
+      dirty: false,
+      retired: false,
+      ended: false,
+    };
+    if (lane >= drain.admission.lanes) return 'retired';
+    // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
+    if (lane === 0) await this.wakes.clearRewake(host);
+    await this.wakes.addLanes(host, lane === 0 ? drain.admission.lanes : 0);
     try {
-      return await this.process(job, token);
+      await this.run(drain);
     } finally {
-      this.slots.give();
+      // Every attempt here is answered within its timeout, and the next drain must not find one still out;
+      // their records need no host (a slow record would stall it): they finish on their own.
+      while (drain.admission.inFlight > 0) await this.waitForAnswer(drain, Infinity);
+      drain.ended = true;
+      await this.save(drain).catch((error: Error) =>
+        this.logger.debug(`Host ${host}'s state not saved: ${error.message}`),
+      );
     }
+    return this.leave(job, token, drain);
   }
 
-  async process(job: Job<DeliverJobData>, token?: string): Promise<string> {
-    const ticket = await this.admission.enter(job, token);
-    // The host's slot is given back as soon as the receiver has answered: recording it needs no host.
-    const answered = (send: SendResult) =>
-      this.admission.answered(ticket, { signal: signalOf(send), latencyMs: send.durationMs });
-    try {
-      const result: RunResult = await this.attempts.run(job.data, answered);
-      if (result.status === 'busy') {
-        await job.moveToDelayed(Date.now() + BUSY_WAIT_MS, token);
-        throw new DelayedError();
+  private async run(drain: Drain): Promise<void> {
+    const { admission } = drain;
+    for (;;) {
+      if (this.closing || drain.retired || admission.pausedUntil()) {
+        if (admission.inFlight === 0) return;
+        await this.waitForAnswer(drain, Infinity);
+        continue;
       }
-      if (result.status === 'pending') throw new RetryLaterError(result.delayMs, result.reason);
-      if (result.status === 'failed') throw new UnrecoverableError(result.reason);
-      return result.status;
-    } finally {
-      this.admission.leave(ticket);
+      const share = this.admission.share;
+      const room = Math.min(admission.room(), share.free);
+      const fullWorkspaces = share.full();
+      let started = 0;
+      let picked: PickedDelivery[] = [];
+      if (room > 0) {
+        picked = await this.store.pick({
+          host: drain.host,
+          room,
+          busy: drain.busy,
+          defaultCap: this.admission.defaultCap,
+          fullWorkspaces,
+          lane: drain.lane,
+          lanes: admission.lanes,
+        });
+        for (const delivery of picked) if (this.start(drain, delivery)) started++;
+        if (started === room) continue; // more may be due: pick again while there is room
+      }
+      if (admission.inFlight > 0) {
+        // Until an answer frees room, or (with room) a delivery is made due here meanwhile.
+        while ((await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity)) === 'timeout') {
+          if (this.closing || (await this.marked(drain))) break;
+        }
+        continue;
+      }
+      // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (their
+      // workspaces' share, held by other drains here), which one coming back may let through.
+      const blocked =
+        started < picked.length ||
+        share.free === 0 ||
+        (fullWorkspaces.length > 0 && ((await this.store.nextDue(drain.host))?.getTime() ?? Infinity) <= Date.now());
+      if (!blocked) return;
+      await Promise.race([share.freed(), sleep(BLOCKED_LOOK_MS)]);
     }
   }
 
-  /** A receiver's failure is the attempt's record; Postgres or Redis trouble (retried shortly) is logged here. */
-  private logInfrastructureFailure(job: Job<DeliverJobData> | undefined, error: Error): void {
-    if (error instanceof RetryLaterError || error instanceof UnrecoverableError) return;
+  /** Starts one attempt, if the workspace's share of this worker allows it now. */
+  private start(drain: Drain, delivery: PickedDelivery): boolean {
+    const { admission, busy } = drain;
+    const share = this.admission.share;
+    if (!share.enter(delivery.workspace_id)) return false;
+    admission.started();
+    busy.set(delivery.webhook_id, (busy.get(delivery.webhook_id) ?? 0) + 1);
+    const startedAt = Date.now();
+    let ended = false;
+    // The host's slot and the socket are given back as soon as the receiver has answered: recording needs neither.
+    const end = (send?: SendResult) => {
+      if (ended) return;
+      ended = true;
+      share.leave(delivery.workspace_id);
+      const left = busy.get(delivery.webhook_id)! - 1;
+      if (left > 0) busy.set(delivery.webhook_id, left);
+      else busy.delete(delivery.webhook_id);
+      const signal = send && !send.unsent ? signalOf(send) : 'other';
+      const latencyMs = send ? this.admission.latencyOf(send) : 0;
+      if (admission.answered({ signal, latencyMs, startedAt })) drain.dirty = true;
+      this.saveSoon(drain);
+      drain.answered.fire();
+    };
+    const attempt = this.attempts
+      .run(
+        {
+          deliveryId: delivery.id,
+          createdAt: delivery.created_at,
+          trigger: delivery.next_trigger,
+          host: drain.host,
+          url: delivery.url,
+          webhookId: delivery.webhook_id,
+          workspaceId: delivery.workspace_id,
+          trace: delivery.trace,
+        },
+        end,
+      )
+      .then(
+        (result) => {
+          if (result.status !== 'pending') return;
+          const at = Date.now() + result.delayMs;
+          drain.retryAt = Math.min(drain.retryAt, at);
+          // Recorded after its drain left (whose wake may be later): the retry wakes its host.
+          if (drain.ended) void this.wakes.wake([{ host: drain.host, at: new Date(at) }]);
+        },
+        (error: Error) =>
+          this.logger.warn({
+            msg: 'Delivery attempt failed before it was recorded; its lease runs out and it is attempted again',
+            deliveryId: delivery.id,
+            error: error.message,
+          }),
+      )
+      .finally(() => {
+        end();
+        this.outstanding.delete(attempt);
+      });
+    this.outstanding.add(attempt);
+    return true;
+  }
+
+  /** Saves the lane's state, merged with the other lanes' (HostStates). */
+  private async save({ host, lane, admission }: Drain): Promise<void> {
+    await this.states.save(host, admission.stored(), lane, admission.base);
+    admission.base = admission.limit;
+  }
+
+  /** Waits for an answer, the drain's own next retry falling due, or `ms`. */
+  private async waitForAnswer(drain: Drain, ms: number): Promise<'answer' | 'retry' | 'timeout'> {
+    const toRetry = Math.max(0, drain.retryAt - Date.now());
+    const until = Math.min(ms, toRetry);
+    const waits: Promise<'answer' | 'retry' | 'timeout'>[] = [drain.answered.next().then(() => 'answer' as const)];
+    const controller = new AbortController();
+    if (until !== Infinity) {
+      const timer = sleep(until, undefined, { signal: controller.signal });
+      waits.push(
+        timer.then(
+          () => (until === toRetry ? 'retry' : 'timeout'),
+          () => 'timeout',
+        ),
+      );
+    }
+    const woken = await Promise.race(waits);
+    controller.abort();
+    if (drain.retryAt <= Date.now()) drain.retryAt = Infinity;
+    return woken;
+  }
+
+  /** Whether a delivery was made due here since the drain last looked (the mark is taken: a pick follows). */
+  private async marked(drain: Drain): Promise<boolean> {
+    const mark = await this.wakes.takeRewake(drain.host).catch(() => null);
+    return mark !== null && mark.getTime() <= Date.now();
+  }
+
+  /**
+   * Saves what the answers changed, at most every SAVE_EVERY_MS. Lane 0 also sets the lanes the limit calls
+   * for (and adds their jobs); with several lanes each then takes what the others saved (last write wins).
+   */
+  private saveSoon(drain: Drain): void {
+    const now = Date.now();
+    const { admission, host, lane } = drain;
+    if (now - drain.savedAt < SAVE_EVERY_MS) return;
+    if (lane === 0 && admission.setLanes(this.admission.lanesFor(admission.limit))) {
+      drain.dirty = true;
+      void this.wakes.addLanes(host, admission.lanes).catch(() => undefined);
+    }
+    if (!drain.dirty && admission.lanes === 1 && lane === 0) return;
+    drain.savedAt = now;
+    const saved = drain.dirty ? this.save(drain) : Promise.resolve();
+    drain.dirty = false;
+    const failed = (error: Error) => this.logger.debug(`Host ${host}'s state not shared: ${error.message}`);
+    if (admission.lanes === 1 && lane === 0) return void saved.catch(failed);
+    void saved
+      .then(() => this.states.load(host))
+      .then((stored) => {
+        admission.follow(stored);
+        if (lane > 0 && lane >= admission.lanes) drain.retired = true;
+      })
+      .catch(failed);
+  }
+
+  /**
+   * The drain's end (HostWakes' protocol): its job delayed to the host's next due time (the breaker's end
+   * when paused), then the mark taken, and the host woken sooner when a delivery was made due meanwhile;
+   * with nothing pending the job completes, and its completion takes the mark (afterIdle).
+   */
+  private async leave(job: Job<DrainJobData>, token: string | undefined, drain: Drain): Promise<string> {
+    const { host, admission } = drain;
+    // Another lane's end: lane 0 holds the host's wake.
+    if (drain.lane > 0) return 'idle';
+    const next = await this.store.nextDue(host);
+    if (next === null && !admission.pausedUntil()) return 'idle';
+    // With lanes, the others' deliveries may be due now: lane 0 looks again shortly, adding their jobs.
+    const lanesLook = admission.lanes > 1 ? Date.now() + LANES_LOOK_MS : 0;
+    // Due now yet not taken (another drain's lease ran out meanwhile, say): not at once, so no drain spins.
+    const soonest = Date.now() + (next !== null && next.getTime() <= Date.now() ? MARK_LOOK_MS : 1);
+    const at = Math.max(next?.getTime() ?? 0, admission.pausedUntil(), lanesLook, soonest);
+    try {
+      await job.moveToDelayed(at, token);
+    } catch (error) {
+      // The job is gone (Redis restarted, or its lock was lost): a new wake, at the same time.
+      this.logger.warn(`Host ${host}'s wake could not be moved (${(error as Error).message}); waking it anew`);
+      await this.wakes.wake([{ host, at: new Date(at) }]);
+      return 'rewoken';
+    }
+    const mark = await this.wakes.takeRewake(host).catch(() => null);
+    if (mark !== null && mark.getTime() < at) {
+      await this.wakes.wake([{ host, at: new Date(Math.max(mark.getTime(), admission.pausedUntil())) }]);
+    }
+    throw new DelayedError();
+  }
+
+  /** A drain that found nothing pending completed its job: a delivery made due meanwhile left a mark. */
+  private async afterIdle(host: string): Promise<void> {
+    const mark = await this.wakes.takeRewake(host).catch(() => null);
+    if (mark !== null) await this.wakes.wake([{ host, at: mark }]);
+  }
+
+  /** A receiver's failure is its attempt's record; this is Postgres or Redis trouble, retried shortly. */
+  private logFailure(job: Job<DrainJobData> | undefined, error: Error): void {
     this.logger.warn({
-      msg: `Delivery job failed before its attempt was recorded; again in ${INFRASTRUCTURE_RETRY_MS} ms`,
-      deliveryId: job?.data.deliveryId,
+      msg: 'Host drain failed; its wake runs again shortly',
+      host: job?.data.host,
       error: error.message,
     });
   }
 
-  /** Stops taking jobs and waits for attempts in flight, each bounded by DELIVERY_TIMEOUT_MS. */
+  /** Stops taking wakes and lets the drains end their attempts in flight, each bounded by its timeout. */
   async onModuleDestroy(): Promise<void> {
-    const grace = this.config.deliveryTimeoutMs + 1_000;
+    this.closing = true;
+    const grace = this.config.deliveryTimeoutMs + 2_000;
     await Promise.all(this.workers.map((worker) => closeWorker(worker, grace, this.logger)));
+    // Records are a Postgres round trip away; one that cannot land leaves its lease to run out.
+    await Promise.race([Promise.allSettled([...this.outstanding]), sleep(5_000)]);
   }
 }

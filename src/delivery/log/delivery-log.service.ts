@@ -7,7 +7,7 @@ import { SubmissionEntity } from '../../submissions/submission.entity.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { encodeCursor } from '../../core/http/log-cursor.js';
 import { storedPayload } from '../delivery-payload.js';
-import { DeliveryQueue, manualJobId } from '../delivery-queue.js';
+import { HostWakes } from '../host-wakes.js';
 import { DeliveryAttemptEntity, DeliveryEntity } from '../delivery.entity.js';
 import { DeliveryStore } from '../store/delivery-store.js';
 import type { ListWebhookDeliveriesQuery, WorkspaceLogFilter } from './list-deliveries.query.js';
@@ -26,7 +26,7 @@ export class DeliveryLogService {
     @InjectRepository(DeliveryAttemptEntity) private readonly attempts: Repository<DeliveryAttemptEntity>,
     @InjectRepository(SubmissionEntity) private readonly submissions: Repository<SubmissionEntity>,
     private readonly webhooks: WebhooksService,
-    private readonly queue: DeliveryQueue,
+    private readonly wakes: HostWakes,
     private readonly store: DeliveryStore,
   ) {}
 
@@ -112,16 +112,13 @@ export class DeliveryLogService {
    * attempt moved to now (no attempt is added). 400 while the webhook is disabled.
    */
   async retry(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryEntity> {
-    const webhook = await this.webhooks.getActive(workspaceId, webhookId);
+    await this.webhooks.getActive(workspaceId, webhookId);
     const delivery = await this.findDelivery(workspaceId, webhookId, deliveryId);
-    const pending = delivery.status === 'pending';
-    const maxAttempts = await this.store.retry(delivery, pending);
-    if (maxAttempts === null) {
+    const retried = await this.store.retry(delivery, delivery.status === 'pending');
+    if (retried === null) {
       throw ApiError.invalidField('status', 'the delivery changed meanwhile (another retry, or its attempt ended)');
     }
-    const job = { deliveryId, createdAt: delivery.createdAt, url: webhook.url, workspaceId, webhookId };
-    if (pending) await this.queue.runNow({ ...job, maxAttempts });
-    else await this.queue.enqueue([{ ...job, jobId: manualJobId(deliveryId, maxAttempts) }], 'manual');
+    await this.wakes.wake([{ host: retried.host }]);
     return this.findDelivery(workspaceId, webhookId, deliveryId);
   }
 

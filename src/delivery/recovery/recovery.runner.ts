@@ -7,7 +7,7 @@ import { operationalEvent } from '../../operational-webhooks/operational-event.j
 import { OperationalEvents } from '../../operational-webhooks/operational-events.js';
 import { ScheduledJob } from '../../scheduling/scheduled-job.js';
 import { WebhookEntity } from '../../webhooks/webhook.entity.js';
-import { DeliveryQueue, manualJobId, type DeliveryToEnqueue } from '../delivery-queue.js';
+import { HostWakes } from '../host-wakes.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import { TRANSITIONS } from '../store/delivery-lifecycle.js';
 import { DeliveryStore } from '../store/delivery-store.js';
@@ -39,7 +39,7 @@ export class RecoveryRunner {
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(RecoveryEntity) private readonly recoveries: Repository<RecoveryEntity>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly queue: DeliveryQueue,
+    private readonly wakes: HostWakes,
     private readonly store: DeliveryStore,
     private readonly events: OperationalEvents,
   ) {}
@@ -70,11 +70,11 @@ export class RecoveryRunner {
   }
 
   private async batch(recoveryId: string): Promise<BatchOutcome> {
-    const { outcome, jobs, reported } = await this.dataSource.transaction((manager) =>
+    const { outcome, hosts, reported } = await this.dataSource.transaction((manager) =>
       this.requeueBatch(manager, recoveryId),
     );
-    await this.queue.enqueue(jobs, 'manual');
-    await this.events.enqueue(reported);
+    await this.wakes.wake(hosts.map((host) => ({ host })));
+    await this.events.wake(reported);
     if (outcome === 'done') this.logger.log(`Recovery ${recoveryId} completed`);
     return outcome;
   }
@@ -82,8 +82,8 @@ export class RecoveryRunner {
   private async requeueBatch(
     manager: EntityManager,
     recoveryId: string,
-  ): Promise<{ outcome: BatchOutcome; jobs: DeliveryToEnqueue[]; reported: DeliveryToEnqueue[] }> {
-    const idle = { outcome: 'idle' as const, jobs: [], reported: [] };
+  ): Promise<{ outcome: BatchOutcome; hosts: string[]; reported: string[] }> {
+    const idle = { outcome: 'idle' as const, hosts: [], reported: [] };
     const found = await manager.findOne(RecoveryEntity, { select: { webhookId: true }, where: { id: recoveryId } });
     if (!found) return idle;
     // The webhook first, as DELETE locks it (FOR UPDATE) before it cancels the recovery: no deadlock,
@@ -127,7 +127,6 @@ export class RecoveryRunner {
       .limit(BATCH)
       .getMany();
     const requeued = await this.store.recover(manager, batch);
-    const createdAt = new Map(batch.map((d) => [d.id, d.createdAt]));
     const last = batch[batch.length - 1];
     const done = batch.length < BATCH;
     await manager.update(
@@ -140,24 +139,11 @@ export class RecoveryRunner {
       },
     );
     const reported = done ? await this.complete(manager, recovery, requeued.length) : [];
-    const jobs = requeued.map((d) => ({
-      deliveryId: d.id,
-      createdAt: createdAt.get(d.id)!,
-      url: webhook.url,
-      workspaceId: recovery.workspaceId,
-      webhookId: webhook.id,
-      // Named as a manual retry's job: the delivery's last job may not be gone yet, and DELETE removes it by this name.
-      jobId: manualJobId(d.id, d.max_attempts),
-    }));
-    return { outcome: done ? 'done' : 'more', jobs, reported };
+    return { outcome: done ? 'done' : 'more', hosts: [...new Set(requeued.map((d) => d.host))], reported };
   }
 
   /** Ends the recovery and writes its recovery.completed event in the same transaction (DESIGN 10). */
-  private async complete(
-    manager: EntityManager,
-    recovery: RecoveryEntity,
-    lastBatch: number,
-  ): Promise<DeliveryToEnqueue[]> {
+  private async complete(manager: EntityManager, recovery: RecoveryEntity, lastBatch: number): Promise<string[]> {
     const completedAt = await this.end(manager, recovery.id, 'completed');
     const event = operationalEvent(recovery.workspaceId, 'recovery.completed', {
       recoveryId: recovery.id,

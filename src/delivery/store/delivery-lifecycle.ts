@@ -6,7 +6,10 @@ import type { DeliveryStatus } from '../delivery.entity.js';
  * status of its own, so a worker that dies mid-attempt only lets its lease run out.
  *
  *   (new) -> pending | skipped             create    a submission's outbox row, or a test event
- *   pending -> in flight                   claim     a worker leases it for one attempt
+ *   pending (due) -> picked                pick      a host's drain chooses it (reads only)
+ *   pending -> in flight                   claim     a worker leases it for one attempt, once due
+ *   in flight, lease run out -> pending    claim     its attempt logged with an unknown outcome
+ *                              | failed              (the last attempt ends it failed)
  *   pending -> cancelled | skipped         claim     its webhook was removed | disabled meanwhile
  *   in flight -> succeeded | failed        record    the attempt's outcome
  *   in flight -> pending                   record    failed, retried at next_attempt_at

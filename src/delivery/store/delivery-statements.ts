@@ -20,8 +20,9 @@ const list = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join
  * one. The delivery ids come in $8, made by the caller (CUID2s, like every id): when the calculator has
  * more webhooks than ids, nothing is written and `bound` says how many to send again. Nothing is written
  * either when the calculator is not the workspace's. Each delivery's attempts follow its webhook's retry
- * schedule ($9 standard, $10 short, 1 for none). Returns the pending deliveries' ids, urls, webhooks and
- * webhooks' in-flight caps (for the jobs).
+ * schedule ($9 standard, $10 short, 1 for none). A pending one names its host (url_destination), where it
+ * waits its turn, and keeps the request's trace context ($11). Returns the pending deliveries' ids and
+ * their hosts, to wake.
  *
  * `bound` starts from the calculator's bindings and looks each webhook up by its key (OFFSET 0 keeps the
  * planner from reordering that): otherwise the generic plan of the prepared statement can scan every
@@ -37,10 +38,10 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
   'submission_insert_with_outbox',
   `
   WITH bound AS (
-    SELECT w.id, w.url, w.disabled_at, w.retry_schedule, w.max_in_flight, row_number() OVER (ORDER BY w.id) AS n
+    SELECT w.id, w.url, w.disabled_at, w.retry_schedule, row_number() OVER (ORDER BY w.id) AS n
     FROM webhook_calculators wc
     CROSS JOIN LATERAL (
-      SELECT w.id, w.url, w.disabled_at, w.retry_schedule, w.max_in_flight FROM webhooks w
+      SELECT w.id, w.url, w.disabled_at, w.retry_schedule FROM webhooks w
       JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
       WHERE w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $3
       OFFSET 0
@@ -70,24 +71,20 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
     RETURNING id
   ), outbox AS (
     INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
-                            next_attempt_at, created_at, updated_at, completed_at)
+                            next_attempt_at, host, trace, created_at, updated_at, completed_at)
     SELECT d.id, $3, b.id, sub.id, $2, CASE WHEN b.disabled_at IS NULL THEN 'pending' ELSE 'skipped' END,
            CASE b.retry_schedule WHEN 'none' THEN 1 WHEN 'short' THEN $10 ELSE $9 END,
-           CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END, $4, $4,
+           CASE WHEN b.disabled_at IS NULL THEN $4::timestamptz END,
+           CASE WHEN b.disabled_at IS NULL THEN url_destination(b.url) END, $11::jsonb, $4, $4,
            CASE WHEN b.disabled_at IS NOT NULL THEN $4::timestamptz END
     FROM sub CROSS JOIN bound b
     JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
-    RETURNING id, webhook_id, status
-  ), pending AS (
-    SELECT o.id, b.url, b.id AS webhook_id, b.max_in_flight
-    FROM outbox o JOIN bound b ON b.id = o.webhook_id WHERE o.status = 'pending'
+    RETURNING id, host, status
   )
   SELECT (SELECT count(*) FROM sub)::int AS created,
          (SELECT count(*) FROM bound)::int AS bound,
-         ARRAY(SELECT id FROM pending ORDER BY id) AS delivery_ids,
-         ARRAY(SELECT url FROM pending ORDER BY id) AS urls,
-         ARRAY(SELECT webhook_id FROM pending ORDER BY id) AS webhook_ids,
-         ARRAY(SELECT max_in_flight FROM pending ORDER BY id) AS max_in_flights`,
+         ARRAY(SELECT id FROM outbox WHERE status = 'pending' ORDER BY id) AS delivery_ids,
+         ARRAY(SELECT DISTINCT host FROM outbox WHERE status = 'pending') AS hosts`,
 );
 
 // --- create: operational events (DESIGN 10), in the transaction of the change they report when it has one ---
@@ -104,12 +101,17 @@ export const OPERATIONAL_EVENT_RECEIVERS = `
   JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = e.type
   ORDER BY e.n, w.id`;
 
-/** One pending delivery per receiver, carrying its event. Parameters: ids, workspaces, webhooks, events, max_attempts, now. */
+/**
+ * One pending delivery per receiver, carrying its event, at its receiver's host. Parameters: ids, workspaces,
+ * webhooks, events, max_attempts, now. Returns the hosts to wake.
+ */
 export const OPERATIONAL_EVENTS_INSERT = `
-  INSERT INTO deliveries (id, workspace_id, webhook_id, event, status, max_attempts, next_attempt_at, created_at,
-                          updated_at)
-  SELECT i.id, i.workspace_id, i.webhook_id, i.event, 'pending', $5, $6, $6, $6
-  FROM unnest($1::varchar[], $2::varchar[], $3::varchar[], $4::jsonb[]) AS i(id, workspace_id, webhook_id, event)`;
+  INSERT INTO deliveries (id, workspace_id, webhook_id, event, status, max_attempts, next_attempt_at, host,
+                          created_at, updated_at)
+  SELECT i.id, i.workspace_id, i.webhook_id, i.event, 'pending', $5, $6,
+         (SELECT url_destination(w.url) FROM webhooks w WHERE w.id = i.webhook_id), $6, $6
+  FROM unnest($1::varchar[], $2::varchar[], $3::varchar[], $4::jsonb[]) AS i(id, workspace_id, webhook_id, event)
+  RETURNING host`;
 
 /**
  * Deliveries of webhooks (not of operational ones, so their events cannot loop) that ended failed, with
@@ -134,8 +136,22 @@ export const FAILED_DELIVERIES = `
 // --- claim and record (the worker, per batch of attempts) ---
 
 /**
+ * A drain's pick is the function pick_host_deliveries (sql/), planned once per connection like the claim:
+ * a host's due deliveries, in turn by workspace then webhook, within each webhook's cap. Parameters: host,
+ * how many, the webhooks the drain has attempts in flight to and how many, the default cap, the workspaces
+ * at their share of the worker, the drain's lane and the host's lanes.
+ */
+export const HOST_PICK = prepared(
+  'delivery_pick',
+  'SELECT * FROM pick_host_deliveries($1, $2, $3, $4, $5, $6, $7, $8)',
+);
+
+/** When the host's next delivery falls due (null: none pending): the wake a drain leaves (host_next_due, sql/). */
+export const HOST_NEXT_DUE = prepared('delivery_host_next_due', 'SELECT host_next_due($1) AS at');
+
+/**
  * The claim is the function claim_delivery_attempts (sql/): it takes each webhook's fence lock at session
- * level, which no ORM call can, and leases a batch of deliveries in one round trip. The locks stay on
+ * level, which no ORM call can, and leases a batch of due deliveries in one round trip. The locks stay on
  * the connection until ATTEMPT_UNLOCK.
  */
 export const ATTEMPT_CLAIM = prepared('delivery_claim', 'SELECT * FROM claim_delivery_attempts($1, $2, $3)');
@@ -194,7 +210,8 @@ export const RELEASE_LEASE = prepared(
  * deliveries, as ATTEMPT_RECORD takes them, so the two cannot deadlock. A row changed while the lock
  * was awaited is re-read by the row lock and the updates (READ COMMITTED); a delivery inserted
  * meanwhile is ended by its claim. Parameters: webhook id, workspace id, now. Returns the webhook as
- * it was with the ended deliveries' jobs (DeliveryJobs), or no row: no such webhook in `target`.
+ * it was with how many deliveries it ended, or no row: no such webhook in `target`. Nothing in Redis names
+ * a delivery, so there is nothing else to remove: the host's next drain finds none of them due.
  */
 function webhookStop(
   name: string,
@@ -215,10 +232,9 @@ function webhookStop(
      ), ended AS (
        UPDATE deliveries SET status = '${stop.ended}', next_attempt_at = NULL, completed_at = $3, updated_at = $3
        WHERE webhook_id = (SELECT id FROM stopped) AND status IN (${list(TRANSITIONS.cancel.from)})
-       RETURNING id, max_attempts
+       RETURNING id
      )${also}
-     SELECT hook.*, COALESCE((SELECT json_agg(json_build_object('deliveryId', id, 'maxAttempts', max_attempts))
-                              FROM ended), '[]') AS ended
+     SELECT hook.*, (SELECT count(*) FROM ended)::int AS ended
      FROM hook`,
   );
 }
@@ -257,29 +273,32 @@ export const SKIP_PENDING = prepared(
 
 /**
  * A pending delivery's next attempt moves to now (no attempt added). Parameters: id, now, its created_at.
- * Returns max_attempts, or no row when the delivery is no longer pending.
+ * Returns max_attempts and its host, or no row when the delivery is no longer pending.
  */
 export const RETRY_PENDING_NOW = prepared(
   'delivery_retry_pending',
-  `UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE id = $1 AND created_at = $3 AND status = 'pending'
-   RETURNING max_attempts`,
+  `UPDATE deliveries SET next_attempt_at = $2, next_trigger = 'manual', updated_at = $2
+   WHERE id = $1 AND created_at = $3 AND status = 'pending'
+   RETURNING max_attempts, host`,
 );
 
 /**
  * An ended delivery gets one more attempt, now, with the same id (so the same webhook-id). Parameters:
  * ids, now, the statuses it may come from, the first and last created_at of the ids (their partitions).
- * Returns each one's id and new max_attempts. Pending again, it keeps its partition from retention (7.7).
+ * Returns each one's id, new max_attempts and host (its webhook's, to wake). Pending again, it keeps its
+ * partition from retention (7.7).
  */
 const BACK_TO_PENDING = `
-  UPDATE deliveries SET status = 'pending', max_attempts = attempt_count + 1, next_attempt_at = $2,
-                        completed_at = NULL, updated_at = $2
-  WHERE id = ANY($1::varchar[]) AND created_at BETWEEN $4 AND $5 AND status = ANY($3::varchar[])
-  RETURNING id, max_attempts`;
+  UPDATE deliveries d SET status = 'pending', max_attempts = d.attempt_count + 1, next_attempt_at = $2,
+                          next_trigger = 'manual', lease_until = NULL, completed_at = NULL, updated_at = $2,
+                          host = (SELECT url_destination(w.url) FROM webhooks w WHERE w.id = d.webhook_id)
+  WHERE d.id = ANY($1::varchar[]) AND d.created_at BETWEEN $4 AND $5 AND d.status = ANY($3::varchar[])
+  RETURNING d.id, d.max_attempts, d.host`;
 export const RETRY_ENDED = prepared('delivery_retry_ended', BACK_TO_PENDING);
 /** Recovery runs inside its batch's transaction (recovery.runner.ts), so this one is plain text. */
 export const RECOVER = BACK_TO_PENDING;
 
-// --- reads of the engine: the sweeper and the backlog metric ---
+// --- reads of the engine: the sweeper, the drain's wake and the backlog metric ---
 
 /** Taken once per sweep, so rows falling due meanwhile wait for the next one and a sweep always ends. */
 export const DUE_BEFORE = prepared(
@@ -287,14 +306,23 @@ export const DUE_BEFORE = prepared(
   `SELECT now() - make_interval(secs => $1::float / 1000) AS "dueBefore"`,
 );
 
-/** Keyset paging on (next_attempt_at, id): each page starts after the last row of the previous one. */
-export const OVERDUE_PAGE = prepared(
-  'deliveries_overdue_page',
-  `SELECT d.id, d.next_attempt_at AS "nextAttemptAt", w.url, d.workspace_id AS "workspaceId",
-          d.webhook_id AS "webhookId", d.created_at AS "createdAt"
-   FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-   WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3)
-   ORDER BY d.next_attempt_at, d.id LIMIT $4`,
+/**
+ * The hosts with pending deliveries after $1, $2 at most, each with its next due time: a loose scan of
+ * deliveries_host_due_idx (keyset paging), each host's time from host_next_due. Its cost
+ * follows the hosts with pending deliveries, not the deliveries.
+ */
+export const OVERDUE_HOSTS = prepared(
+  'deliveries_overdue_hosts',
+  `WITH RECURSIVE hosts(host) AS (
+     (SELECT d.host FROM deliveries d WHERE d.status = 'pending' AND d.host > $1::varchar ORDER BY d.host LIMIT 1)
+     UNION ALL
+     SELECT (SELECT d.host FROM deliveries d WHERE d.status = 'pending' AND d.host > h.host ORDER BY d.host LIMIT 1)
+     FROM hosts h WHERE h.host IS NOT NULL
+   ), page AS (
+     SELECT h.host FROM hosts h WHERE h.host IS NOT NULL LIMIT $2::int
+   )
+   SELECT p.host, n.at FROM page p CROSS JOIN LATERAL (SELECT host_next_due(p.host) AS at) n
+   ORDER BY p.host`,
 );
 
 /**

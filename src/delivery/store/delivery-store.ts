@@ -3,18 +3,20 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import { clientOf, executePrepared, queryPrepared, queryPreparedOn } from '../../core/database/prepared.js';
 import { newId } from '../../core/ids.js';
+import type { TraceCarrier } from '../../core/tracing/tracing.js';
 import type { WorkspaceEvent } from '../../operational-webhooks/operational-event.js';
-import type { DeliveryJobs, DeliveryToEnqueue } from '../delivery-queue.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import { TRANSITIONS } from './delivery-lifecycle.js';
 import {
   DUE_BEFORE,
   FAILED_DELIVERIES,
+  HOST_NEXT_DUE,
+  HOST_PICK,
   OPERATIONAL_EVENT_RECEIVERS,
   OPERATIONAL_EVENTS_INSERT,
   OPERATIONAL_WEBHOOK_REMOVE,
   OLDEST_PENDING_AGE,
-  OVERDUE_PAGE,
+  OVERDUE_HOSTS,
   RECOVER,
   RELEASE_LEASE,
   RETRY_ENDED,
@@ -37,6 +39,8 @@ export interface SubmissionWithOutbox {
   deliveryIds: string[];
   /** Attempts in all by the webhook's retry schedule (`none`: 1). */
   maxAttempts: { standard: number; short: number };
+  /** The request's W3C trace context, kept with the deliveries; absent when tracing is off. */
+  trace?: TraceCarrier;
 }
 
 export interface OutboxWritten {
@@ -44,19 +48,39 @@ export interface OutboxWritten {
   /** Webhooks bound to the calculator: when more than the ids sent, nothing was written. */
   bound: number;
   delivery_ids: string[];
-  urls: string[];
-  webhook_ids: string[];
-  /** Each webhook's own in-flight cap (null: the default), for the job's admission. */
-  max_in_flights: (number | null)[];
+  /** The hosts of the pending deliveries written, to wake. */
+  hosts: string[];
 }
 
-export interface OverdueDelivery {
+/** A host whose next delivery fell due at `at`. */
+export interface OverdueHost {
+  host: string;
+  at: Date | null;
+}
+
+/** A due delivery a host's drain picked, to claim and attempt. */
+export interface PickedDelivery {
   id: string;
-  createdAt: Date;
-  nextAttemptAt: Date;
+  created_at: Date;
+  webhook_id: string;
+  workspace_id: string;
   url: string;
-  workspaceId: string;
-  webhookId: string;
+  next_trigger: 'scheduled' | 'manual';
+  trace: TraceCarrier | null;
+}
+
+/** What a drain asks of a pick: how many, and what it already has in flight and may not exceed. */
+export interface PickRequest {
+  host: string;
+  room: number;
+  /** Webhooks with attempts in flight in this drain, and how many each. */
+  busy: Map<string, number>;
+  defaultCap: number;
+  /** Workspaces at their share of this worker's sockets. */
+  fullWorkspaces: string[];
+  /** The drain's lane of the host's `lanes` (one unless the host is drained by several workers). */
+  lane: number;
+  lanes: number;
 }
 
 /** A delivery whose attempt was just recorded: its id and created_at (its partition). */
@@ -113,27 +137,30 @@ export class DeliveryStore {
       s.deliveryIds,
       s.maxAttempts.standard,
       s.maxAttempts.short,
+      s.trace ? JSON.stringify(s.trace) : null,
     ]);
     return written;
   }
 
-  /** create: a test event's delivery, in the caller's transaction (which holds its webhook's row). */
-  createTest(
+  /**
+   * create: a test event's delivery, in the caller's transaction (which holds its webhook's row), at the
+   * host of the webhook's `url` as url_destination names it.
+   */
+  async createTest(
     manager: EntityManager,
-    delivery: Omit<DeliveryEntity, 'status' | 'attemptCount' | 'event'>,
+    url: string,
+    delivery: Omit<DeliveryEntity, 'status' | 'attemptCount' | 'event' | 'host' | 'nextTrigger'>,
   ): Promise<DeliveryEntity> {
-    return manager.save(manager.create(DeliveryEntity, { ...delivery, status: 'pending', attemptCount: 0 }));
+    const [{ host }] = (await manager.query('SELECT url_destination($1) AS host', [url])) as { host: string }[];
+    const values = { ...delivery, host, nextTrigger: 'manual' as const, status: 'pending' as const, attemptCount: 0 };
+    return manager.save(manager.create(DeliveryEntity, values));
   }
 
   /**
    * create: one delivery per operational webhook subscribed to each event (DESIGN 10), in the caller's
-   * transaction (the change the event reports, when it has one); returns them for the caller to enqueue.
+   * transaction (the change the event reports, when it has one); returns their hosts, for the caller to wake.
    */
-  async createEvents(
-    manager: EntityManager,
-    events: WorkspaceEvent[],
-    maxAttempts: number,
-  ): Promise<DeliveryToEnqueue[]> {
+  async createEvents(manager: EntityManager, events: WorkspaceEvent[], maxAttempts: number): Promise<string[]> {
     if (events.length === 0) return [];
     const receivers = (await manager.query(OPERATIONAL_EVENT_RECEIVERS, [
       events.map((e) => e.workspaceId),
@@ -142,21 +169,15 @@ export class DeliveryStore {
     if (receivers.length === 0) return [];
     const ids = receivers.map(() => newId());
     const now = new Date();
-    await manager.query(OPERATIONAL_EVENTS_INSERT, [
+    const inserted = (await manager.query(OPERATIONAL_EVENTS_INSERT, [
       ids,
       receivers.map((r) => r.workspaceId),
       receivers.map((r) => r.id),
       receivers.map((r) => JSON.stringify(events[r.n - 1].event)),
       maxAttempts,
       now,
-    ]);
-    return receivers.map((r, i) => ({
-      deliveryId: ids[i],
-      createdAt: now,
-      url: r.url,
-      workspaceId: r.workspaceId,
-      webhookId: r.id,
-    }));
+    ])) as { host: string }[];
+    return [...new Set(inserted.map((r) => r.host))];
   }
 
   /** Of these deliveries, the webhooks' ones that ended failed (operational webhooks' aside), for delivery.failed. */
@@ -174,15 +195,15 @@ export class DeliveryStore {
    * cancel (`remove`, `remove-operational`) or skip (`disable`) behind the removal fence: waits for attempts
    * writing their request to this webhook and holds off new ones, changes the webhook and ends its pending
    * deliveries; in `manager`'s transaction when given (the fence is then held until it commits). Returns
-   * the webhook's row as it was with the ended deliveries, whose jobs the caller removes; null when the
-   * workspace has no such webhook (removed, or for disable already disabled).
+   * the webhook's row as it was with how many deliveries ended; null when the workspace has no such
+   * webhook (removed, or for disable already disabled).
    */
   async stopWebhook<Row>(
     change: 'remove' | 'disable' | 'remove-operational',
     workspaceId: string,
     webhookId: string,
     manager?: EntityManager,
-  ): Promise<(Row & { ended: DeliveryJobs[] }) | null> {
+  ): Promise<(Row & { ended: number }) | null> {
     const statement = {
       remove: WEBHOOK_REMOVE,
       disable: WEBHOOK_DISABLE,
@@ -190,8 +211,8 @@ export class DeliveryStore {
     }[change];
     const values = [webhookId, workspaceId, new Date()];
     const [row] = manager
-      ? await queryPreparedOn<Row & { ended: DeliveryJobs[] }>(await clientOf(manager), statement, values)
-      : await queryPrepared<Row & { ended: DeliveryJobs[] }>(this.dataSource, statement, values);
+      ? await queryPreparedOn<Row & { ended: number }>(await clientOf(manager), statement, values)
+      : await queryPrepared<Row & { ended: number }>(this.dataSource, statement, values);
     return row ?? null;
   }
 
@@ -202,20 +223,25 @@ export class DeliveryStore {
 
   /**
    * retry: an ended delivery gets one more attempt, now; a pending one has its next attempt moved to now.
-   * Returns its max_attempts, or null when it changed meanwhile (another retry, or its attempt ended).
+   * Returns its max_attempts and host (to wake), or null when it changed meanwhile (another retry, or its
+   * attempt ended).
    */
-  async retry({ id, createdAt }: { id: string; createdAt: Date }, pending: boolean): Promise<number | null> {
+  async retry(
+    { id, createdAt }: { id: string; createdAt: Date },
+    pending: boolean,
+  ): Promise<{ max_attempts: number; host: string } | null> {
     const now = new Date();
+    type Row = { max_attempts: number; host: string };
     const [row] = pending
-      ? await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_PENDING_NOW, [id, now, createdAt])
-      : await queryPrepared<{ max_attempts: number }>(this.dataSource, RETRY_ENDED, [
+      ? await queryPrepared<Row>(this.dataSource, RETRY_PENDING_NOW, [id, now, createdAt])
+      : await queryPrepared<Row>(this.dataSource, RETRY_ENDED, [
           [id],
           now,
           TRANSITIONS.retry.from.filter((status) => status !== 'pending'),
           createdAt,
           createdAt,
         ]);
-    return row?.max_attempts ?? null;
+    return row ?? null;
   }
 
   /**
@@ -225,7 +251,7 @@ export class DeliveryStore {
   async recover(
     manager: EntityManager,
     batch: { id: string; createdAt: Date }[],
-  ): Promise<{ id: string; max_attempts: number }[]> {
+  ): Promise<{ id: string; max_attempts: number; host: string }[]> {
     if (batch.length === 0) return [];
     if (!manager.queryRunner) throw new Error('recover runs in a transaction');
     const bounds = [batch[0].createdAt, batch[batch.length - 1].createdAt];
@@ -235,27 +261,38 @@ export class DeliveryStore {
       [ids, new Date(), TRANSITIONS.recover.from, ...bounds],
       true,
     );
-    return result.records as { id: string; max_attempts: number }[];
+    return result.records as { id: string; max_attempts: number; host: string }[];
   }
 
-  /** The sweeper's horizon: deliveries due before this have waited longer than `graceMs` for their job. */
+  /** The sweeper's horizon: deliveries due before this have waited longer than `graceMs` for their drain. */
   async dueBefore(graceMs: number): Promise<Date> {
     const [{ dueBefore }] = await queryPrepared<{ dueBefore: Date }>(this.dataSource, DUE_BEFORE, [graceMs]);
     return dueBefore;
   }
 
-  /** One page of pending deliveries due before `dueBefore`, after `after` in (next_attempt_at, id) order. */
-  overdue(
-    dueBefore: Date,
-    after: { nextAttemptAt: Date | string; id: string },
-    limit: number,
-  ): Promise<OverdueDelivery[]> {
-    return queryPrepared<OverdueDelivery>(this.dataSource, OVERDUE_PAGE, [
-      dueBefore,
-      after.nextAttemptAt,
-      after.id,
-      limit,
+  /** One page of the hosts with pending deliveries, after `after` in host order, each with its next due time. */
+  hostsAfter(after: string, limit: number): Promise<OverdueHost[]> {
+    return queryPrepared<OverdueHost>(this.dataSource, OVERDUE_HOSTS, [after, limit]);
+  }
+
+  /** pick: a host's due deliveries for its drain (HOST_PICK). */
+  pick({ host, room, busy, defaultCap, fullWorkspaces, lane, lanes }: PickRequest): Promise<PickedDelivery[]> {
+    return queryPrepared<PickedDelivery>(this.dataSource, HOST_PICK, [
+      host,
+      room,
+      [...busy.keys()],
+      [...busy.values()],
+      defaultCap,
+      fullWorkspaces,
+      lane,
+      lanes,
     ]);
+  }
+
+  /** When the host's next pending delivery falls due; null when it has none. */
+  async nextDue(host: string): Promise<Date | null> {
+    const [row] = await queryPrepared<{ at: Date | null }>(this.dataSource, HOST_NEXT_DUE, [host]);
+    return row?.at ?? null;
   }
 
   /** How many of the webhook's deliveries are pending (its health). */

@@ -1,7 +1,12 @@
 import { readSqlFile } from '../../core/database/sql-file.js';
 
 /** The store's plpgsql functions; each one's whole definition is sql/<name>.sql, which migrations apply. */
-export const STORE_FUNCTIONS = ['claim_delivery_attempts', 'record_delivery_attempts'] as const;
+export const STORE_FUNCTIONS = [
+  'claim_delivery_attempts',
+  'host_next_due',
+  'pick_host_deliveries',
+  'record_delivery_attempts',
+] as const;
 
 /** A function's CREATE OR REPLACE statement, exactly as `pg_get_functiondef` prints it once created. */
 export const functionDefinition = (name: (typeof STORE_FUNCTIONS)[number]): string =>

@@ -9,7 +9,8 @@ import { newId } from '../../core/ids.js';
 import { serializeSubmission } from '../../submissions/submission.serializer.js';
 import { WebhookCalculatorEntity, WebhookEntity } from '../../webhooks/webhook.entity.js';
 import { assertWebhookActive, WebhooksService } from '../../webhooks/webhooks.service.js';
-import { DeliveryQueue } from '../delivery-queue.js';
+import { HostWakes } from '../host-wakes.js';
+import { currentTraceCarrier } from '../../core/tracing/tracing.js';
 import { DeliveryEntity } from '../delivery.entity.js';
 import { maxAttemptsFor, scheduleDelaysMs } from '../retry-schedule.js';
 import { DeliveryStore } from '../store/delivery-store.js';
@@ -30,12 +31,12 @@ export class TestEventService {
     @InjectRepository(WebhookCalculatorEntity) private readonly bindings: Repository<WebhookCalculatorEntity>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: WebhooksService,
-    private readonly queue: DeliveryQueue,
+    private readonly wakes: HostWakes,
     private readonly store: DeliveryStore,
   ) {}
 
   async send(workspaceId: string, webhookId: string): Promise<DeliveryEntity> {
-    const webhook = await this.webhooks.getActive(workspaceId, webhookId);
+    await this.webhooks.getActive(workspaceId, webhookId);
     const calculatorId = await this.sampleCalculator(webhookId);
     const now = new Date();
     const sample = serializeSubmission({
@@ -56,7 +57,7 @@ export class TestEventService {
         .getOne();
       if (!current) throw ApiError.notFound(`Webhook ${webhookId} not found`);
       assertWebhookActive(current);
-      return this.store.createTest(manager, {
+      return this.store.createTest(manager, current.url, {
         id: newId(),
         workspaceId,
         webhookId,
@@ -71,17 +72,10 @@ export class TestEventService {
         createdAt: now,
         updatedAt: now,
         completedAt: null,
+        trace: currentTraceCarrier() ?? null,
       });
     });
-    const job = {
-      deliveryId: delivery.id,
-      createdAt: now,
-      url: webhook.url,
-      workspaceId,
-      webhookId,
-      maxInFlight: webhook.maxInFlight,
-    };
-    await this.queue.enqueue([job]);
+    await this.wakes.wake([{ host: delivery.host! }]);
     return this.deliveries.findOneByOrFail({ id: delivery.id, createdAt: now });
   }
 

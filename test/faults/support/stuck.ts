@@ -1,20 +1,29 @@
 import { Queue } from 'bullmq';
 import { Redis, type Cluster } from 'ioredis';
 import { QueueLayout } from '../../../src/core/redis/queue-layout.js';
-import { DELIVERY_QUEUE, destinationOf } from '../../../src/delivery/delivery-queue.js';
-import { hostKeys } from '../../../src/delivery/host-state.js';
+import { DELIVERY_QUEUE, drainJobId } from '../../../src/delivery/host-wakes.js';
 import { MAINTENANCE_QUEUE } from '../../../src/scheduling/scheduled-job.js';
 import { clusterClient } from './cluster.js';
 import type { Scenario } from './scenario.js';
 
 /**
- * Where the jobs of deliveries still pending are, for the failure message: each one's BullMQ state, its
- * host's admission state (in line or not, slots held, limit, breaker), and when the sweeper next runs.
- * A CI failure is read from its output only, so it must say this itself.
+ * Why deliveries are still pending, for the failure message: each one's host, due time and lease, its
+ * host's wake (BullMQ state), rewake mark and admission state (limit, in flight, breaker), and when the
+ * sweeper next runs. A CI failure is read from its output only, so it must say this itself.
  */
 export async function whereStuck(s: Scenario, max = 5): Promise<string[]> {
-  const { rows } = await s.db.query<{ id: string; url: string; attempt_count: number; next_attempt_at: Date | null }>(
-    `SELECT d.id, w.url, d.attempt_count, d.next_attempt_at FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+  const { rows } = await s.db.query<{
+    id: string;
+    host: string | null;
+    attempt_count: number;
+    next_attempt_at: Date | null;
+    lease_until: Date | null;
+    webhook: string;
+  }>(
+    `SELECT d.id, d.host, d.attempt_count, d.next_attempt_at, d.lease_until,
+            CASE WHEN w.removed_at IS NOT NULL THEN 'removed' WHEN w.disabled_at IS NOT NULL THEN 'disabled'
+                 ELSE 'active' END AS webhook
+     FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
      WHERE d.status = 'pending' ORDER BY d.created_at LIMIT $1`,
     [max],
   );
@@ -37,25 +46,34 @@ export async function whereStuck(s: Scenario, max = 5): Promise<string[]> {
   const lines: string[] = [];
   try {
     const now = Date.now();
+    const ago = (at: Date | null) => (at ? `${new Date(at).getTime() - now} ms` : 'none');
     for (const d of rows) {
-      const destination = destinationOf(d.url);
-      const prefix = layout.deliveryPrefix(layout.shardOf(destination));
+      const delivery = `stuck ${d.id} (webhook ${d.webhook}, ${d.attempt_count} attempts, due ${ago(d.next_attempt_at)}, lease ${ago(d.lease_until)})`;
+      if (d.host === null) {
+        lines.push(`${delivery}: no host`);
+        continue;
+      }
+      const prefix = layout.deliveryPrefix(layout.shardOf(d.host));
       const queue = queueOf(prefix);
-      const job = await queue.getJob(d.id);
-      const state = job ? await queue.getJobState(d.id) : 'no job';
-      const keys = hostKeys(prefix, destination);
-      const [inLine, slots, limit, breaker] = await Promise.all([
-        connection.hget(keys.waiting, d.id),
-        connection.zcard(keys.slots),
-        connection.hget(keys.limit, 'limit'),
-        connection.hgetall(keys.breaker),
+      const jobId = drainJobId(d.host);
+      const job = await queue.getJob(jobId);
+      const state = job ? await queue.getJobState(jobId) : 'no wake';
+      // The host's keys share its shard's slot: HostStates' hash and HostWakes' rewake mark.
+      const [admission, mark] = await Promise.all([
+        connection.hgetall(`${prefix}:host:${d.host}`),
+        connection.zscore(`${prefix}:rewake`, d.host),
       ]);
-      const due = d.next_attempt_at ? `${new Date(d.next_attempt_at).getTime() - now} ms` : 'none';
-      const jobText = job
+      const wake = job
         ? `${state}, made ${job.attemptsMade}, created ${now - job.timestamp} ms ago, runs at ${job.delay ? job.timestamp + job.delay - now : 0} ms, processed ${job.processedOn ? now - job.processedOn : '-'} ms ago${job.failedReason ? `, last failure ${job.failedReason}` : ''}`
-        : 'no job';
+        : 'no wake';
+      // A busy host's further lanes (drains by webhook), as its first lane last set them.
+      const lanes: string[] = [];
+      for (let lane = 1; lane < Number(admission.lanes ?? 1); lane++) {
+        const laneJob = await queue.getJob(drainJobId(d.host, lane));
+        lanes.push(`${lane} ${laneJob ? await queue.getJobState(laneJob.id!) : 'none'}`);
+      }
       lines.push(
-        `stuck ${d.id} (${destination}, ${d.attempt_count} attempts, due ${due}): job ${jobText}; host: ${inLine ? 'in line' : 'not in line'}, ${slots} slots held, limit ${limit ?? 'initial'}, breaker ${JSON.stringify(breaker)}`,
+        `${delivery} at ${d.host}: wake ${wake}; lanes [${lanes.join(', ')}]; rewake mark ${mark === null ? 'none' : `${Number(mark) - now} ms`}; admission ${JSON.stringify(admission)}`,
       );
     }
     const maintenance = queueOf(layout.maintenancePrefix);

@@ -1,36 +1,26 @@
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DelayedError, Job } from 'bullmq';
 import type { AppConfig } from '../../../core/config/config.js';
 import { APP_CONFIG } from '../../../core/config/config.module.js';
-import { RedisClients } from '../../../core/redis/redis.module.js';
-import { DELIVER_JOB, DeliveryQueue, type DeliverJobData } from '../../delivery-queue.js';
+import type { StoredHost } from '../../host-state.js';
 import type { SendResult } from '../webhook-sender.js';
-import { HostAdmission, type Attempted, type HostSignal, type Woken } from './host-admission.js';
-import { WebhookCaps } from './webhook-caps.js';
-import { TurnWaits } from './turn-waits.js';
+import { decideLimit, type DropReason, type LimitBounds } from './host-limit.js';
 import { WorkerShare } from './worker-share.js';
 
-// A job waits in process (for its workspace's share here, or its turn at its host) while what it waits for
-// frees a slot at least this often; then it parks.
-const IDLE_WAIT_MS = 100;
-// However busy its host, a job waits in process for its turn at most this long (a wake that never came).
-const LONGEST_TURN_WAIT_MS = 1_000;
-// How often this worker's event-loop delay, which every answer's measured latency includes, is read.
-const LOOP_DELAY_EVERY_MS = 500;
+/**
+ * What an attempt showed of its host: a 2xx (`ok`, its latency a sample), another answer, an overload
+ * signal (DropReason), or nothing (`other`: not sent, or failed in a way that says nothing of the host).
+ */
+export type HostSignal = 'ok' | 'answered' | DropReason | 'other';
 
-/** An admitted attempt: what its end gives back. */
-export interface Ticket {
-  destination: string;
-  holder: string;
-  webhookId: string;
-  workspaceId: string;
-  admittedAt: number;
-  /** Whether its slots were given back already (the receiver answered). */
-  left: boolean;
+/** What a finished attempt tells its host's admission. */
+export interface Answer {
+  signal: HostSignal;
+  latencyMs: number;
+  /** When the attempt started (ms). */
+  startedAt: number;
 }
 
-/** What an attempt's result showed of its host, for the adaptive limit and the breaker. */
 export function signalOf(send: SendResult | undefined): HostSignal {
   if (!send) return 'other';
   const { statusCode, failure } = send;
@@ -41,172 +31,274 @@ export function signalOf(send: SendResult | undefined): HostSignal {
   return failure ?? 'other';
 }
 
+// A window is at least this long, so a 1 ms receiver's limit does not move on every batch.
+const MIN_WINDOW_MS = 100;
+// And holds at least this many answers (or the limit's worth, when lower): Netflix's WindowedLimit windowSize.
+const MIN_SAMPLES = 10;
+const DROPS = new Set<HostSignal>(['429', '503', 'refused', 'reset', 'timeout']);
+// How often this worker's event-loop delay, which every answer's measured latency includes, is read.
+const LOOP_DELAY_EVERY_MS = 500;
+
+interface Window {
+  start: number;
+  samples: number;
+  other: number;
+  sum: number;
+  min: number;
+  peak: number;
+}
+
+/** Lanes a host with this limit is drained in: one per `perLane` of its limit, at most MAX_LANES. */
+export const MAX_LANES = 8;
+// A lane holds at least this much of a host's limit: fewer is no reason to spread a host over workers.
+const MIN_LANE = 50;
+export const lanesFor = (limit: number, perLane: number): number =>
+  Math.max(1, Math.min(MAX_LANES, Math.ceil(limit / Math.max(1, perLane))));
+
+/** Lane `lane`'s part of `total` split over `lanes`: the parts add up to the total. */
+export const laneShare = (total: number, lane: number, lanes: number): number =>
+  Math.floor(total / lanes) + (lane < total % lanes ? 1 : 0);
+
 /**
- * Admission: when an attempt may start. One design, in this order:
- * - Its workspace's share of this worker (WorkerShare): a quarter of the slots always, more while a
- *   quarter stays free, so one workspace's hanging receivers never take every slot. A slot is held
- *   until the receiver answers, as the host's is: the record after the answer cannot hang.
- * - Its host (HostAdmission, in Redis, shared by all workers): the breaker, the webhook's cap (its own
- *   `maxInFlight`, else DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK; WebhookCaps) and the host's adaptive limit (decideLimit); the breaker is the
- *   limit's other end (opening sets it to the minimum).
- * - Waiting: a job turned away is in line (the host's, served in turn by workspace, then by webhook; or
- *   its workspace's on this worker), spending no attempt and holding no connection. It waits in process
- *   while what it waits for keeps freeing slots here (TurnWaits, and WorkerShare's own), else parked in the
- *   queue's delayed set. The release that makes room gives the next in line its turn (at the host, a slot
- *   kept for it while two or more workspaces wait) and wakes it here, or promotes its job. No timer polls:
- *   a parked job's own time is when room is certain without any release (the host's first slot expiry,
- *   the breaker's end, the workspace's attempts here timing out), which only matters when the worker that
- *   should have woken it died.
+ * One host's admission while a drain holds it (DESIGN 5, the rules): the adaptive limit (decideLimit states
+ * the rule; this feeds it one window at a time and grows it per prompt answer in slow start) and the
+ * breaker, its other end. It starts from what the host's last drain left (HostStates) and the drain saves
+ * it back when it changes. A host whose limit is more than one worker should hold is drained in lanes by
+ * webhook (several workers), each lane holding its share of the limit; lane 0, the host's wake, decides
+ * the limit, the breaker and the number of lanes from its own answers (a sample of the host's), and the
+ * other lanes follow what it saves. In flight counts this lane's attempts.
+ */
+export class HostAdmission {
+  inFlight = 0;
+  private state: StoredHost;
+  private window: Window;
+  /** The last prompt 2xx answer (ms): a timeout of an attempt started before it is that request's own. */
+  private promptAt = 0;
+  /** The last cut (ms): attempts started before it say nothing of the cut limit. */
+  private cutAt = 0;
+  /** Timeouts in a row, towards opening the breaker. */
+  private timeouts = 0;
+  /** The limit as the host's state last had it (loaded, followed or saved): what this lane's growth is from. */
+  base: number;
+
+  constructor(
+    stored: StoredHost,
+    private readonly bounds: LimitBounds,
+    private readonly breaker: { threshold: number; cooldownMs: number },
+    readonly lane = 0,
+  ) {
+    this.state = { ...stored, limit: Math.min(bounds.max, Math.max(bounds.min, stored.limit)) };
+    this.base = stored.limit;
+    this.window = this.fresh(Date.now());
+  }
+
+  get limit(): number {
+    return this.state.limit;
+  }
+
+  get lanes(): number {
+    return Math.max(1, this.state.lanes);
+  }
+
+  /** Lane 0 sets how many lanes drain the host; true when that changed. */
+  setLanes(lanes: number): boolean {
+    if (lanes === this.state.lanes) return false;
+    this.state = { ...this.state, lanes };
+    return true;
+  }
+
+  /** Another lane takes what lane 0 last saved: the limit, the breaker, the lanes. */
+  follow(stored: StoredHost): void {
+    this.state = { ...stored, limit: Math.min(this.bounds.max, Math.max(this.bounds.min, stored.limit)) };
+    this.base = stored.limit;
+  }
+
+  /** This lane's part of the limit (all of it with one lane). */
+  private get share(): number {
+    return laneShare(this.state.limit, this.lane, this.lanes);
+  }
+
+  /** The host's attempts in flight, as this lane can tell: its own, times the lanes. */
+  private get hostInFlight(): number {
+    return this.inFlight * this.lanes;
+  }
+
+  /** When the breaker's pause ends (ms), or 0 when the host is not paused. */
+  pausedUntil(now = Date.now()): number {
+    return this.state.openUntil > now ? this.state.openUntil : 0;
+  }
+
+  /** How many more attempts may start now. */
+  room(now = Date.now()): number {
+    return this.pausedUntil(now) ? 0 : Math.max(0, this.share - this.inFlight);
+  }
+
+  started(): void {
+    this.inFlight++;
+    this.window.peak = Math.max(this.window.peak, this.hostInFlight);
+  }
+
+  /** An attempt ended; true when the limit or the breaker changed (the drain saves the state then). */
+  answered({ signal, latencyMs, startedAt }: Answer, now = Date.now()): boolean {
+    this.inFlight--;
+    // A timeout while the host answered others promptly is that request's own (a receiver that hangs on
+    // some requests), not the host's load: it neither cuts the limit nor counts towards the breaker.
+    const excused = signal === 'timeout' && this.promptAt >= startedAt;
+    let changed = false;
+    if (signal === 'ok' || signal === 'answered' || signal === '429' || signal === '503') {
+      this.timeouts = 0;
+      if (this.state.openUntil > 0 && this.state.openUntil <= now) {
+        this.state = { ...this.state, openUntil: 0, cooldownMs: 0 };
+        changed = true;
+      }
+    } else if (signal === 'timeout' && !excused && this.breaker.threshold > 0 && this.pausedUntil(now) === 0) {
+      if (++this.timeouts >= this.breaker.threshold || this.state.openUntil > 0) return this.pause(now);
+    }
+    return this.sample(signal, latencyMs, startedAt, excused, now) || changed;
+  }
+
+  /** The state to save. */
+  stored(): StoredHost {
+    return { ...this.state, inFlight: this.inFlight };
+  }
+
+  /** Opens the breaker: paused for the cooldown (doubling while its probes fail), then from the least limit. */
+  private pause(now: number): boolean {
+    const { cooldownMs } = this.breaker;
+    const cooldown = this.state.openUntil > 0 ? Math.min(this.state.cooldownMs * 2, cooldownMs * 32) : cooldownMs;
+    this.timeouts = 0;
+    this.cutAt = now;
+    this.window = this.fresh(now);
+    this.state = {
+      ...this.state,
+      openUntil: now + cooldown,
+      cooldownMs: cooldown,
+      limit: this.bounds.min,
+      lastChange: { reason: 'paused', at: now },
+    };
+    return true;
+  }
+
+  private sample(signal: HostSignal, latencyMs: number, startedAt: number, excused: boolean, now: number): boolean {
+    const w = this.window;
+    if (DROPS.has(signal)) {
+      if (excused || startedAt < this.cutAt) return false;
+      return this.close(signal as DropReason, now);
+    }
+    if (signal === 'answered') {
+      w.other++;
+      return this.full(now) && this.close(null, now);
+    }
+    if (signal !== 'ok') return false;
+    w.samples++;
+    w.sum += latencyMs;
+    w.min = Math.min(w.min, latencyMs);
+    const fastest = Math.min(this.state.minRttMs ?? latencyMs, w.min);
+    // Prompt (under decideLimit's queueing line): the host has room, whatever hangs beside this answer.
+    if (latencyMs <= fastest * 2 + 100) this.promptAt = now;
+    let grown = false;
+    // Slow start, per answer (TCP's cwnd + 1 per ACK): a host never seen overloaded, answering within a
+    // fifth of its minimum plus 50 ms, its limit in use, gains a slot per answer: doubling per round trip.
+    const { limit, ceiling } = this.state;
+    const inUse = (this.inFlight + 1) * this.lanes * 2 >= limit;
+    if (ceiling === null && limit < this.bounds.max && inUse && latencyMs <= fastest * 1.2 + 50) {
+      this.state = { ...this.state, limit: limit + 1, lastChange: { reason: 'growth', at: now } };
+      grown = true;
+    }
+    return (this.full(now) && this.close(null, now)) || grown;
+  }
+
+  /** A window closes once it is a recent minimum latency old (at least MIN_WINDOW_MS) and holds enough answers. */
+  private full(now: number): boolean {
+    const w = this.window;
+    if (w.samples + w.other < Math.min(MIN_SAMPLES, this.state.limit)) return false;
+    return now - w.start >= Math.max(this.state.minRttMs ?? 0, MIN_WINDOW_MS);
+  }
+
+  private close(drop: DropReason | null, now: number): boolean {
+    const w = this.window;
+    const decision = decideLimit(
+      {
+        limit: this.state.limit,
+        peakInFlight: w.peak,
+        samples: w.samples,
+        otherAnswers: w.other,
+        latencySumMs: w.sum,
+        latencyMinMs: w.samples > 0 ? w.min : 0,
+        drop,
+        minRttMs: this.state.minRttMs,
+        minRttLoad: this.state.minRttLoad,
+        ceiling: this.state.ceiling,
+      },
+      this.bounds,
+    );
+    if (drop) this.cutAt = now;
+    this.window = this.fresh(now);
+    this.state = {
+      ...this.state,
+      limit: decision.limit,
+      minRttMs: decision.minRttMs,
+      minRttLoad: decision.minRttLoad,
+      ceiling: decision.ceiling,
+      lastChange: decision.reason ? { reason: decision.reason, at: now } : this.state.lastChange,
+    };
+    return true;
+  }
+
+  private fresh(now: number): Window {
+    return { start: now, samples: 0, other: 0, sum: 0, min: Infinity, peak: this.hostInFlight };
+  }
+}
+
+/**
+ * Admission, the rules (DESIGN 5), with a host's drain as their only user:
+ * - Per webhook: at most its `maxInFlight` (else DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK) attempts in flight;
+ *   the drain's pick leaves a webhook at its cap out.
+ * - Per host: the adaptive limit and the breaker (HostAdmission), one drain per host holding them.
+ * - Fairness at a host: the pick takes due deliveries in turn by workspace, then by a workspace's webhooks.
+ * - Across hosts: each workspace's share of this worker's sockets (WorkerShare).
+ * - Waiting costs nothing: a delivery that waits is a row in Postgres; a host that waits has one delayed
+ *   wake (its next due time, or the breaker's end).
  */
 @Injectable()
-export class Admission implements OnModuleInit, OnModuleDestroy {
-  private readonly share: WorkerShare;
-  private readonly turns: TurnWaits;
-  /** Where a release tells the other workers of a turn it gave to a job running elsewhere. */
-  private readonly wakeChannel: string;
+export class Admission implements OnModuleDestroy {
+  readonly share: WorkerShare;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
-  /** This worker's mean event-loop delay (ms) over the last reading's period, and when it was read. */
   private loopDelayMs = 0;
   private loopDelayReadAt = 0;
 
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly host: HostAdmission,
-    private readonly queue: DeliveryQueue,
-    private readonly caps: WebhookCaps,
-    private readonly redis: RedisClients,
-  ) {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
     this.share = new WorkerShare(config.workerConcurrency);
-    // A quarter of the slots may wait for turns, as a quarter is kept from any one workspace (WorkerShare).
-    this.turns = new TurnWaits(
-      Math.max(1, Math.floor(config.workerConcurrency / 4)),
-      IDLE_WAIT_MS,
-      LONGEST_TURN_WAIT_MS,
-    );
-    this.wakeChannel = `${config.queuePrefix}:admission:wake`;
     this.loopDelay.enable();
-  }
-
-  /** Not awaited: with Redis away the subscription waits for it (and is renewed on each reconnect). */
-  onModuleInit(): void {
-    const subscriber = this.redis.get('admission-wakes');
-    subscriber.on('message', (_channel: string, jobId: string) => this.turns.wake(jobId));
-    subscriber.subscribe(this.wakeChannel).catch(() => undefined);
   }
 
   onModuleDestroy(): void {
     this.loopDelay.disable();
   }
 
-  /** Read at most every LOOP_DELAY_EVERY_MS, by the answers that need it. */
-  private recentLoopDelayMs(): number {
+  /** A drain's admission at its host (in lane `lane`), from what the host's last drain left. */
+  host(stored: StoredHost, lane = 0): HostAdmission {
+    return new HostAdmission(stored, this.config.hostLimit, this.config.breaker, lane);
+  }
+
+  /** How many lanes a host with this limit is drained in: what one worker should hold is half its sockets. */
+  lanesFor(limit: number): number {
+    return lanesFor(limit, Math.max(MIN_LANE, Math.floor(this.config.workerConcurrency / 2)));
+  }
+
+  /** The default per-webhook cap. */
+  get defaultCap(): number {
+    return this.config.maxInFlightPerWebhook || 1_000_000;
+  }
+
+  /** The answer's latency less this worker's own event-loop delay: a saturated worker is late to see every answer. */
+  latencyOf(send: SendResult): number {
     const now = Date.now();
     if (now - this.loopDelayReadAt >= LOOP_DELAY_EVERY_MS) {
       this.loopDelayMs = this.loopDelay.mean / 1e6 || 0;
       this.loopDelay.reset();
       this.loopDelayReadAt = now;
     }
-    return this.loopDelayMs;
-  }
-
-  /** Admits the job's attempt, or parks the job in line and throws DelayedError (BullMQ's "moved"). */
-  async enter(job: Job<DeliverJobData>, token: string | undefined): Promise<Ticket> {
-    const { deliveryId, destination, webhookId, workspaceId } = job.data;
-    const jobId = job.id ?? deliveryId;
-    this.share.forget(workspaceId, jobId);
-    if (!this.share.enter(workspaceId) && !(await this.share.waitTurn(workspaceId, IDLE_WAIT_MS))) {
-      // Every attempt this workspace holds here ends within the delivery timeout: room by then.
-      await job.moveToDelayed(Date.now() + this.config.deliveryTimeoutMs + 1_000, token);
-      if (this.share.park(workspaceId, jobId, destination)) await this.promote(destination, jobId);
-      throw new DelayedError();
-    }
-    const holder = `${deliveryId}:${token}`;
-    let answer: number;
-    try {
-      let woken: Woken[];
-      const cap = this.caps.capOf(job.data, job.timestamp);
-      [answer, woken] = await this.host.enter({ destination, holder, jobId, webhookId, workspaceId, cap });
-      void this.wake(woken).catch(() => undefined);
-    } catch (error) {
-      this.leaveShare(workspaceId);
-      throw error;
-    }
-    if (answer === 0) return { destination, holder, webhookId, workspaceId, admittedAt: Date.now(), left: false };
-    this.leaveShare(workspaceId);
-    if (await this.turns.wait(jobId, destination)) return this.enter(job, token);
-    await job.moveToDelayed(Math.max(answer, Date.now()) + Math.floor(Math.random() * 1_000), token);
-    // Given its turn while it was still running here: that promote found nothing to move, so move itself.
-    if (!(await this.host.inLine(destination, jobId).catch(() => true))) await this.promote(destination, jobId);
-    throw new DelayedError();
-  }
-
-  /**
-   * The receiver answered (or the send failed): frees the host's slot with what it showed, and the
-   * workspace's share here, and wakes the next. Recording the attempt needs neither: no receiver can
-   * hang it, so the workspace's next attempt need not wait for it.
-   */
-  answered(ticket: Ticket, attempted: Omit<Attempted, 'admittedAt'>): void {
-    if (ticket.left) return;
-    ticket.left = true;
-    this.leaveShare(ticket.workspaceId);
-    const { destination, holder, webhookId, admittedAt } = ticket;
-    this.turns.released(destination);
-    // A saturated worker is late to see every answer: that delay is ours, not the host's queueing.
-    const latencyMs = Math.max(0, attempted.latencyMs - this.recentLoopDelayMs());
-    void this.host
-      .leave(destination, holder, webhookId, { ...attempted, latencyMs, admittedAt })
-      .then((woken) => this.wake(woken))
-      .catch(() => undefined);
-  }
-
-  /** Ends an admitted attempt: its slots, if no answer freed them (nothing was sent). */
-  leave(ticket: Ticket): void {
-    this.answered(ticket, { signal: 'other', latencyMs: 0 });
-  }
-
-  private leaveShare(workspaceId: string): void {
-    const next = this.share.leave(workspaceId);
-    if (next) void this.promote(next.destination, next.jobId);
-  }
-
-  /**
-   * Wakes the woken waiters waiting here, and promotes the parked ones' jobs. One running elsewhere is told
-   * on the wake channel (a waiter in another worker wakes; one still parking finds its turn by itself). A
-   * job that no longer exists (its webhook was removed) gives its turn back at once, which wakes the next.
-   */
-  private async wake(woken: Woken[]): Promise<void> {
-    await Promise.all(
-      woken.map(async ({ destination, webhookId, jobId }) => {
-        if (this.turns.wake(jobId) || (await this.promote(destination, jobId))) return;
-        if (await this.exists(destination, jobId)) {
-          // Running: most likely waiting in another worker's process, which this message wakes.
-          await this.redis.get('admission').publish(this.wakeChannel, jobId);
-          return;
-        }
-        const next = await this.host
-          .leave(destination, `job:${jobId}`, webhookId, { signal: 'other', latencyMs: 0, admittedAt: 0 })
-          .catch(() => []);
-        await this.wake(next);
-      }),
-    );
-  }
-
-  /** Moves a parked job to its queue's wait list; false when it was not parked (running, or gone). */
-  private promote(destination: string, jobId: string): Promise<boolean> {
-    const queue = this.queue.queueOf(destination);
-    return new Job(queue, DELIVER_JOB, {} as DeliverJobData, {}, jobId).promote().then(
-      () => true,
-      () => false,
-    );
-  }
-
-  private exists(destination: string, jobId: string): Promise<boolean> {
-    return this.queue
-      .queueOf(destination)
-      .getJob(jobId)
-      .then(
-        (job) => job !== undefined,
-        () => true,
-      );
+    return Math.max(0, send.durationMs - this.loopDelayMs);
   }
 }

@@ -34,6 +34,29 @@ BEGIN
   -- In one statement, not one per webhook: the scan yields the array in its order, each lock taken in turn.
   PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(l.w))
   FROM unnest(v_webhooks) WITH ORDINALITY AS l(w, n) ORDER BY l.n;
+  -- A lease that ran out was a worker's that stopped before recording its attempt, which the receiver may
+  -- have got: that attempt is logged now, its outcome unknown, and counted (the last one ends the
+  -- delivery failed). The row lock makes it once: a second claim re-reads lease_until as NULL.
+  WITH stale AS (
+    UPDATE deliveries d SET attempt_count = d.attempt_count + 1, lease_until = NULL,
+      status = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN 'failed' ELSE d.status END,
+      next_attempt_at = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN NULL ELSE d.next_attempt_at END,
+      completed_at = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN clock_timestamp() END,
+      last_attempt_at = o.next_attempt_at, last_status_code = NULL, last_error = o.error,
+      updated_at = clock_timestamp()
+    FROM (SELECT x.id, x.created_at, x.lease_until, x.next_attempt_at,
+                 'The worker sending this attempt stopped before recording its outcome; the receiver may have got it'::text AS error
+          FROM deliveries x
+          WHERE x.id = ANY(p_ids) AND x.created_at BETWEEN v_from AND v_to AND x.status = 'pending'
+            AND x.lease_until < clock_timestamp()) o
+    WHERE d.id = o.id AND d.created_at = o.created_at AND d.created_at BETWEEN v_from AND v_to
+      AND d.lease_until = o.lease_until
+    RETURNING d.id, d.created_at, d.attempt_count, o.next_attempt_at AS started_at, o.error
+  )
+  INSERT INTO delivery_attempts (delivery_id, delivery_created_at, attempt_number, trigger, started_at, duration_ms,
+                                 status_code, response_body, error, succeeded)
+  SELECT s.id, s.created_at, s.attempt_count, 'scheduled', s.started_at, 0, NULL, NULL, s.error, false FROM stale s
+  ON CONFLICT DO NOTHING;
   -- Each statement of a VOLATILE function takes a new snapshot: a removal or a disabling that
   -- committed while this claim waited for a lock is seen here.
   WITH leased AS (
@@ -42,7 +65,7 @@ BEGIN
     SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms,
           2 * (SELECT w.timeout_ms FROM webhooks w WHERE w.id = d.webhook_id) + 10000) / 1000.0)
     WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to
-      AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
+      AND d.status = 'pending' AND d.lease_until IS NULL AND d.next_attempt_at <= clock_timestamp()
       AND (SELECT w.removed_at IS NULL AND w.disabled_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
     RETURNING d.id, d.webhook_id
   )

@@ -47,7 +47,7 @@ RETURN QUERY
       completed_at = CASE WHEN d.status IN ('cancelled', 'skipped') AND i.status = 'pending' THEN d.completed_at
                           WHEN i.status = 'pending' THEN NULL ELSE i.finished_at END,
       attempt_count = i.attempt_number, last_attempt_at = i.started_at, last_status_code = i.status_code,
-      last_error = i.error, updated_at = i.finished_at, lease_until = NULL
+      last_error = i.error, updated_at = i.finished_at, lease_until = NULL, next_trigger = 'scheduled'
     FROM input i
     WHERE d.id = i.delivery_id AND d.created_at = i.delivery_created_at AND d.created_at BETWEEN v_from AND v_to
       AND d.attempt_count = i.attempt_number - 1 AND (SELECT count(*) FROM locked) >= 0

@@ -1,0 +1,312 @@
+import { Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QueueLayout } from '../../src/core/redis/queue-layout.js';
+import {
+  DELIVERY_QUEUE,
+  destinationOf,
+  drainJobId,
+  HostWakes,
+  type DrainJobData,
+} from '../../src/delivery/host-wakes.js';
+import { client, registerWebhook } from '../support/management-api.js';
+import { getDelivery, listDeliveries, setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
+import { pace as pause, Receiver, waitFor } from '../support/receiver.js';
+import { ensureBuilt, spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+
+// The one schedule (DESIGN 5): Postgres holds each pending delivery, Redis a wake per host, a drain per wake.
+
+describe('host drains, with the sweeper out of the way (a lost wake would lose its deliveries)', () => {
+  const env = useFastDeliveryApp({ SWEEP_INTERVAL_MS: '3600000' });
+
+  it('delivers every submission made while drains end, exactly once (the no-lost-wake race, raced)', async () => {
+    const receivers = await Promise.all([env.startReceiver(), env.startReceiver(), env.startReceiver()]);
+    const hooks = await Promise.all(receivers.map((r) => setupWebhook(env.t, r.url)));
+    const per = 60;
+    // Jittered gaps from 0 to 4 ms: many submissions land as their host's drain finds nothing more and ends.
+    for (let i = 0; i < per; i++) {
+      await Promise.all(hooks.map(({ api, calculator }) => submit(api, calculator.id, { data: { i } })));
+      await pause(Math.floor(Math.random() * 5));
+    }
+    await waitFor(() => receivers.every((r) => r.requests.length >= per), 15_000, 'every delivery');
+    await pause(300);
+    for (const receiver of receivers) {
+      const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(per);
+      expect(ids).toHaveLength(per);
+    }
+  });
+
+  it('never attempts a delivery before it is due, whatever wakes its host', async () => {
+    // Retry-After is honoured when longer than the schedule's 100 ms: the retry is due in 3 s.
+    const receiver = await env.startReceiver((_req, i) =>
+      i === 0 ? { status: 503, headers: { 'retry-after': '3' } } : { status: 200 },
+    );
+    const { api, calculator, webhook } = await setupWebhook(env.t, receiver.url);
+    await submit(api, calculator.id);
+    await waitFor(() => receiver.requests.length === 1, 5_000, 'the first attempt');
+    const [{ id, next_attempt_at: due }] = await waitFor(
+      async () => {
+        const rows = (await env.t.dataSource.query(
+          `SELECT id, next_attempt_at FROM deliveries WHERE webhook_id = $1 AND attempt_count = 1`,
+          [webhook.id],
+        )) as { id: string; next_attempt_at: Date }[];
+        return rows.length === 1 ? rows : null;
+      },
+      5_000,
+      'the recorded failure',
+    );
+    // Stray wakes, now and again: the claim refuses a delivery that is not due.
+    const host = destinationOf(receiver.url);
+    for (let i = 0; i < 5; i++) {
+      await env.t.app.get(HostWakes).wake([{ host }]);
+      await pause(100);
+    }
+    expect(due.getTime()).toBeGreaterThan(Date.now());
+    expect(receiver.requests).toHaveLength(1);
+    const delivery = await getDelivery(api, webhook.id, id);
+    expect(delivery).toMatchObject({ status: 'pending', attemptCount: 1 });
+  });
+
+  it('logs the attempt of a worker that died mid-attempt once its lease has run out, then attempts it again', async () => {
+    const receiver = await env.startReceiver();
+    const { api, calculator, webhook } = await setupWebhook(env.t, receiver.url);
+    const queue = env.t.app.get(HostWakes).queueOf(destinationOf(receiver.url));
+    await queue.pause();
+    let id: string;
+    try {
+      await submit(api, calculator.id);
+      [{ id }] = await env.t.dataSource.query(`SELECT id FROM deliveries WHERE webhook_id = $1`, [webhook.id]);
+      // What a killed worker leaves: a lease, already run out, and no attempt recorded.
+      await env.t.dataSource.query(`UPDATE deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        id,
+      ]);
+    } finally {
+      await queue.resume();
+    }
+    await waitFor(() => receiver.requests.length === 1, 5_000, 'the attempt after the lease');
+    const delivery = await waitFor(
+      async () => {
+        const [listed] = await listDeliveries(api, webhook.id);
+        return listed.status === 'succeeded' ? getDelivery(api, webhook.id, id) : null;
+      },
+      5_000,
+      'the delivery to succeed',
+    );
+    expect(delivery.attemptCount).toBe(2);
+    expect(delivery.attempts.map((a) => [a.attemptNumber, a.succeeded, a.statusCode])).toEqual([
+      [1, false, null],
+      [2, true, 200],
+    ]);
+    expect(delivery.attempts[0].error).toMatch(/stopped before recording its outcome/);
+  });
+
+  it('keeps nothing in Redis per pending delivery: a host that is down with hundreds waiting has one wake', async () => {
+    const receiver = await env.startReceiver(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
+    const { api, calculator, webhook } = await setupWebhook(env.t, receiver.url);
+    const redis = new Redis(env.t.config.redisUrl);
+    const prefix = QueueLayout.of(env.t.config).deliveryPrefix(0);
+    const attempted = (n: number) =>
+      waitFor(
+        async () => {
+          const [row] = await env.t.dataSource.query(
+            `SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND attempt_count >= 1`,
+            [webhook.id],
+          );
+          return row.n === n;
+        },
+        20_000,
+        `${n} deliveries attempted once`,
+      );
+    const submitted = async (n: number) => {
+      for (let i = 0; i < n / 10; i++) await Promise.all(Array.from({ length: 10 }, () => submit(api, calculator.id)));
+    };
+    const wakeOf = () => env.t.app.get(HostWakes).queues[0].getJobState(drainJobId(destinationOf(receiver.url)));
+    // The scheduled work's runs come and go under the same prefix: only the delivery shard's keys count.
+    const keys = async () => (await redis.keys(`${prefix}:*`)).filter((key) => !key.includes(':maintenance:'));
+    try {
+      await submitted(50);
+      await attempted(50);
+      await waitFor(async () => (await wakeOf()) === 'delayed', 5_000, 'the wake left for the retry');
+      const before = (await keys()).length;
+      await submitted(250);
+      await attempted(300);
+      await waitFor(async () => (await wakeOf()) === 'delayed', 5_000, 'the wake left for the retries');
+      // Six times the backlog, and the same few keys (the host's wake and state, BullMQ's lists and streams,
+      // some of which exist only while they hold something): none per delivery.
+      const after = (await keys()).length;
+      expect(after).toBeLessThanOrEqual(before + 4);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe("the wake protocol's two orders (HostWakes, against a real Redis and BullMQ)", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ SWEEP_INTERVAL_MS: '3600000' });
+  });
+  afterAll(() => t.close());
+
+  /** A stand-in drain, run by a BullMQ worker on the wakes' queue: `body` gets each run of the host's job. */
+  async function drains(body: (job: Job<DrainJobData>, token: string | undefined, run: number) => Promise<string>) {
+    const wakes = t.app.get(HostWakes);
+    const runs: number[] = [];
+    const worker = new Worker<DrainJobData>(
+      DELIVERY_QUEUE,
+      (job, token) => {
+        runs.push(Date.now());
+        return body(job, token, runs.length);
+      },
+      { connection: { url: t.config.redisUrl }, prefix: wakes.layout.deliveryPrefix(0) },
+    );
+    return { wakes, runs, close: () => worker.close() };
+  }
+
+  it('sees a delivery made due while the drain ran: its end takes the mark and wakes the host again', async () => {
+    const host = 'made-due-while-running.example:443';
+    let release!: () => void;
+    const running = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const began = new Promise<void>((resolve) => (started = resolve));
+    const { wakes, runs, close } = await drains(async (job, token, run) => {
+      if (run > 1) return 'again';
+      await wakes.clearRewake(host);
+      started();
+      await running;
+      // The drain's end: nothing due that it saw, so its job waits an hour; then it takes the mark.
+      await job.moveToDelayed(Date.now() + 3_600_000, token);
+      const mark = await wakes.takeRewake(host);
+      if (mark) await wakes.wake([{ host, at: mark }]);
+      throw new (await import('bullmq')).DelayedError();
+    });
+    try {
+      await wakes.wake([{ host }]);
+      await began;
+      await wakes.wake([{ host }]); // made due now, while the drain runs: the job is active, so only marked
+      release();
+      await waitFor(() => runs.length === 2, 5_000, 'the second run');
+    } finally {
+      await close();
+    }
+  });
+
+  it('moves a wake left for later to the sooner time of a delivery made due after the drain ended', async () => {
+    const host = 'made-due-after.example:443';
+    const { wakes, runs, close } = await drains(async (job, token, run) => {
+      if (run > 1) return 'again';
+      await wakes.clearRewake(host);
+      await job.moveToDelayed(Date.now() + 3_600_000, token);
+      const mark = await wakes.takeRewake(host);
+      if (mark) await wakes.wake([{ host, at: mark }]);
+      throw new (await import('bullmq')).DelayedError();
+    });
+    try {
+      await wakes.wake([{ host }]);
+      await waitFor(async () => (await wakes.queues[0].getJobState(drainJobId(host))) === 'delayed', 5_000, 'delayed');
+      expect(runs).toHaveLength(1);
+      await wakes.wake([{ host }]);
+      await waitFor(() => runs.length === 2, 5_000, 'the second run');
+    } finally {
+      await close();
+    }
+  });
+
+  it('leaves a wake that is sooner than asked as it is', async () => {
+    const host = 'sooner.example:443';
+    const wakes = t.app.get(HostWakes);
+    const queue = wakes.queues[0];
+    await wakes.wake([{ host, at: new Date(Date.now() + 60_000) }]);
+    await wakes.wake([{ host, at: new Date(Date.now() + 600_000) }]);
+    const job = await queue.getJob(drainJobId(host));
+    expect(job?.delay).toBeGreaterThan(50_000);
+    expect(job?.delay).toBeLessThanOrEqual(60_000);
+    await queue.remove(drainJobId(host));
+  });
+});
+
+describe('fairness at a shared host', () => {
+  const env = useFastDeliveryApp({ DELIVERY_HOST_INITIAL_LIMIT: '2', DELIVERY_HOST_MAX_LIMIT: '2' });
+
+  it("sends another workspace's delivery in turn behind one workspace's burst", async () => {
+    const receiver = await env.startReceiver(() => ({ status: 200, delayMs: 50 }));
+    const burst = await setupWebhook(env.t, receiver.url);
+    const { workspace, key } = await createWorkspace(env.t, 'Other');
+    const calculator = await createCalculator(env.t, workspace.id);
+    const other = client(env.t, key);
+    await registerWebhook(other, { url: receiver.url, calculators: [calculator.id] });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => submit(burst.api, burst.calculator.id, { data: { i } })));
+    await submit(other, calculator.id, { data: { other: true } });
+    const submittedAt = Date.now();
+    await waitFor(() => receiver.requests.length === 41, 20_000, 'every delivery');
+    const at = receiver.requests.findIndex((r) => JSON.parse(r.body).data.data.other === true);
+    const burstBefore = receiver.requests.slice(0, at).filter((r) => r.receivedAt > submittedAt).length;
+    // Two at a time at this host, taken in turn by workspace: once the other's delivery is due, the burst
+    // gets about one more attempt per slot before it (one freed slot each), not the rest of its line.
+    expect(at).toBeLessThan(40);
+    expect(burstBefore).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('a host whose limit is more than one worker should hold', () => {
+  let t: TestApp;
+  const workers: WorkerProcess[] = [];
+  beforeAll(async () => {
+    ensureBuilt();
+    // A hundred sockets a worker: fifty is what one should hold of a host, so a limit of 120 takes 3 lanes.
+    const limits = { DELIVERY_HOST_INITIAL_LIMIT: '120', DELIVERY_HOST_MAX_LIMIT: '120' };
+    t = await createTestApp({ WORKER_ENABLED: 'false', ...limits });
+    const env = { WORKER_CONCURRENCY: '100', ...limits };
+    workers.push(spawnWorker(t.config, env), spawnWorker(t.config, env));
+  }, 60_000);
+  afterAll(async () => {
+    for (const worker of workers) worker.child.kill('SIGTERM');
+    await Promise.all(workers.map((w) => w.exited));
+    await t.close();
+  });
+
+  it('is drained by several workers at once, in lanes by webhook, within one host limit', async () => {
+    const receiver = await Receiver.start(() => ({ status: 200, delayMs: 200 }));
+    try {
+      const host = destinationOf(receiver.url);
+      const apis = [];
+      for (let w = 0; w < 2; w++) {
+        const { workspace, key } = await createWorkspace(t, `Workspace ${w}`);
+        const api = client(t, key);
+        for (let h = 0; h < 6; h++) {
+          const calculator = await createCalculator(t, workspace.id);
+          await registerWebhook(api, { url: receiver.url, calculators: [calculator.id] });
+          apis.push({ api, calculator });
+        }
+      }
+      const drainers = new Set<string>();
+      const lanes = new Set<number>();
+      let sampling = true;
+      const queue = t.app.get(HostWakes).queueOf(host);
+      const sampler = (async () => {
+        while (sampling) {
+          for (const job of await queue.getJobs(['active'])) {
+            if (job.data.host !== host) continue;
+            if (job.processedBy) drainers.add(job.processedBy);
+            lanes.add(job.data.lane ?? 0);
+          }
+          await pause(50);
+        }
+      })();
+      for (let i = 0; i < 40; i++) await Promise.all(apis.map(({ api, calculator }) => submit(api, calculator.id)));
+      await waitFor(() => receiver.requests.length >= 480, 30_000, 'every delivery');
+      sampling = false;
+      await sampler;
+      await pause(300);
+      expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(480);
+      expect(receiver.requests).toHaveLength(480);
+      expect(drainers.size).toBe(2);
+      expect(lanes.size).toBeGreaterThan(1);
+      expect(receiver.maxOpen).toBeLessThanOrEqual(120);
+      expect(receiver.maxOpen).toBeGreaterThan(50); // more than one lane's part of it
+    } finally {
+      await receiver.close();
+    }
+  }, 60_000);
+});
