@@ -10,6 +10,7 @@ import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery
 import { PortalLinkRetention1766300000000 } from './migrations/1766300000000-portal-link-retention.js';
 import { ClaimWebhooksByKey1766400000000 } from './migrations/1766400000000-claim-webhooks-by-key.js';
 import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-store-fewer-statements.js';
+import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-samples-and-filters.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -22,6 +23,7 @@ export const MIGRATIONS = [
   PortalLinkRetention1766300000000,
   ClaimWebhooksByKey1766400000000,
   StoreFewerStatements1766500000000,
+  SamplesAndFilters1766600000000,
 ];
 
 /**
