@@ -32,8 +32,9 @@ export class ListSubmissionsQuery {
     example: FILTER_EXAMPLE,
   })
   @IsOptional()
-  @IsString()
+  // Checked bottom-up: a value that is no string is told so, not how long it may be.
   @MaxLength(MAX_FILTER_LENGTH)
+  @IsString()
   filter?: string;
 
   @LimitQueryField('submissions', DEFAULT_SUBMISSIONS_LIMIT)

@@ -54,15 +54,15 @@ interface Queryable {
  */
 export async function assertFilter(db: Queryable, field: string, filter: string): Promise<void> {
   if (filter.length > MAX_FILTER_LENGTH) {
-    throw ApiError.invalidField(field, `must be at most ${MAX_FILTER_LENGTH} characters`);
+    throw ApiError.invalidField(field, `${field} must be at most ${MAX_FILTER_LENGTH} characters`);
   }
   // Postgres text cannot hold NUL (a body's strings are checked already; a query string's are not).
-  if (filter.includes('\u0000')) throw ApiError.invalidField(field, 'must not contain a NUL character');
+  if (filter.includes('\u0000')) throw ApiError.invalidField(field, `${field} must not contain a NUL character`);
   try {
     await db.query('SELECT $1::jsonpath', [filter]);
   } catch (error) {
     if (!isFilterError(error)) throw error;
-    throw ApiError.invalidField(field, `is not an SQL/JSON path: ${error.message}`);
+    throw ApiError.invalidField(field, `${field} is not an SQL/JSON path: ${error.message}`);
   }
   try {
     await db.query(`SELECT jsonb_path_match('{}', $1::jsonpath)`, [filter]);
@@ -70,7 +70,7 @@ export async function assertFilter(db: Queryable, field: string, filter: string)
     if (!isFilterError(error)) throw error;
     throw ApiError.invalidField(
       field,
-      `must be a predicate, a check that is true or false, e.g. ${FILTER_EXAMPLE} (${error.message})`,
+      `${field} must be a predicate, a check that is true or false, e.g. ${FILTER_EXAMPLE} (${error.message})`,
     );
   }
 }

@@ -135,7 +135,8 @@ export class UpdateWebhookDto {
     example: FILTER_EXAMPLE,
   })
   @whenGiven('filter', true)
-  @IsString()
+  // Checked bottom-up: a value that is no string is told so, not how long it may be.
   @MaxLength(MAX_FILTER_LENGTH)
+  @IsString()
   filter?: string | null;
 }

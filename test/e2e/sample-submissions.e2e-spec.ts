@@ -8,7 +8,14 @@ import {
   keysOf,
   type Client,
 } from '../support/management-api.js';
-import { createCalculator, createTestApp, createWorkspace, type TestApp } from '../support/test-app.js';
+import { SUBMISSIONS_PAGE } from '../../src/submissions/submission.statements.js';
+import {
+  createCalculator,
+  createTestApp,
+  createWorkspace,
+  databaseSession,
+  type TestApp,
+} from '../support/test-app.js';
 
 // Sample data (DESIGN 11): a calculator's submissions newest first with cursor paging, one submission by id,
 // and the filter tester (?filter=). The worker is off: no webhook is involved here.
@@ -199,7 +206,10 @@ describe('GET /calculators/{calculatorId}/submissions?filter=', () => {
     const { api, calculator } = await calculatorOf();
     const res = await api.get(`/calculators/${calculator.id}/submissions?filter=${encodeURIComponent(filter)}`);
     const error = expectBadRequest(res, 'filter');
-    const detail = error.details!.find((d) => d.field === 'filter')!.message;
+    const detail = error
+      .details!.filter((d) => d.field === 'filter')
+      .map((d) => d.message)
+      .join('; ');
     expect(detail).toMatch(message);
     expect(JSON.stringify(res.body)).not.toMatch(/SELECT|jsonb_path_match|\$1|LINE \d/);
   });
@@ -209,27 +219,32 @@ describe('the listing reads its index', () => {
   it('at 200,000 submissions a deep page is an index range scan of its own rows, with no sort', async () => {
     const { workspace, calculator } = await calculatorOf();
     const other = await createCalculator(t, workspace.id, 'Other');
-    await t.dataSource.query(
-      `INSERT INTO submissions (id, workspace_id, calculator_id, finished, data, meta, created_at, updated_at)
-       SELECT 'plan' || lpad(g::text, 20, '0'), $1, CASE WHEN g % 4 = 0 THEN $2 ELSE $3 END, g % 2 = 0,
-              jsonb_build_object('loanAmount', g), '{}', now() - g * interval '1 s', now() - g * interval '1 s'
-       FROM generate_series(1, 200000) g`,
-      [workspace.id, calculator.id, other.id],
-    );
-    await t.dataSource.query('ANALYZE submissions');
-    // The statement as the service runs it (its generic plan, whatever the parameters), 40,000 rows deep.
-    const runner = t.dataSource.createQueryRunner();
+    // A session of the test's own: the bulk load must not meet the app's statement timeout.
+    const session = await databaseSession(t);
     try {
-      await runner.query(`SET plan_cache_mode = force_generic_plan`);
-      const { SUBMISSIONS_PAGE } = await import('../../src/submissions/submission.statements.js');
-      await runner.query(`PREPARE page_plan AS ${SUBMISSIONS_PAGE.text}`);
-      const [deep] = await runner.query(
-        `SELECT created_at, id FROM submissions WHERE calculator_id = $1 ORDER BY created_at DESC, id DESC OFFSET 10000 LIMIT 1`,
+      await session.query(
+        `INSERT INTO submissions (id, workspace_id, calculator_id, finished, data, meta, created_at, updated_at)
+         SELECT 'plan' || lpad(g::text, 20, '0'), $1, CASE WHEN g % 4 = 0 THEN $2 ELSE $3 END, g % 2 = 0,
+                jsonb_build_object('loanAmount', g), '{}', now() - g * interval '1 s', now() - g * interval '1 s'
+         FROM generate_series(1, 200000) g`,
+        [workspace.id, calculator.id, other.id],
+      );
+      await session.query('ANALYZE submissions');
+      // The statement as the service runs it (its generic plan, whatever the parameters), 10,000 rows deep.
+      await session.query(`SET plan_cache_mode = force_generic_plan`);
+      await session.query(`PREPARE page_plan AS ${SUBMISSIONS_PAGE.text}`);
+      const {
+        rows: [deep],
+      } = await session.query(
+        `SELECT created_at, id FROM submissions WHERE calculator_id = $1
+         ORDER BY created_at DESC, id DESC OFFSET 10000 LIMIT 1`,
         [calculator.id],
       );
       // Ids are CUID2s and the time an ISO string: safe as literals (EXECUTE under EXPLAIN takes no binds).
       const after = `'${(deep.created_at as Date).toISOString()}', '${deep.id}'`;
-      const [{ 'QUERY PLAN': plan }] = await runner.query(
+      const {
+        rows: [{ 'QUERY PLAN': plan }],
+      } = await session.query(
         `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE page_plan('${calculator.id}', '${workspace.id}', ${after},
            '-infinity', 'infinity', NULL, 11, 11)`,
       );
@@ -240,13 +255,14 @@ describe('the listing reads its index', () => {
       ]);
       expect(scans[0]['Index Cond']).toMatch(/ROW\(created_at, \(id\)::text\) < ROW/);
       expect(scans[0]['Actual Rows']).toBe(11);
-      expect(nodes.filter((n) => n['Node Type'] === 'Sort' && n['Relation Name'] === 'submissions')).toEqual([]);
-      expect(nodes.some((n) => n['Node Type'] === 'Seq Scan')).toBe(false);
+      expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      // What is sorted is the page (the CTE's rows), never the calculator's submissions.
+      const sorted = nodes.filter((n) => n['Node Type'] === 'Sort').map((n) => n['Actual Rows'] as number);
+      expect(sorted.every((rows) => rows <= 11)).toBe(true);
     } finally {
-      await runner.query('DEALLOCATE ALL');
-      await runner.release();
+      await session.end();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
