@@ -5,7 +5,7 @@ import { LimitQueryField } from '../core/http/paging.js';
 import { IsBeforeUntil, TimestampQueryField } from '../core/http/timestamps.js';
 import { FILTER_EXAMPLE, MAX_FILTER_LENGTH } from './submission-filter.js';
 
-export const DEFAULT_SUBMISSIONS_LIMIT = 10;
+const DEFAULT_SUBMISSIONS_LIMIT = 10;
 /** How many submissions a page with a filter looks at, at most. */
 export const FILTERED_PAGE_SCAN = 1000;
 

@@ -16,7 +16,7 @@ import { SUBMISSION_GET, SUBMISSIONS_PAGE } from './submission.statements.js';
 import { FILTERED_PAGE_SCAN, type ListSubmissionsQuery } from './list-submissions.query.js';
 
 /** A submission as the API shows it (no workspace: the caller's). */
-export type StoredSubmission = Omit<SubmissionEntity, 'workspaceId'>;
+type StoredSubmission = Omit<SubmissionEntity, 'workspaceId'>;
 
 /** A row of SUBMISSIONS_PAGE: a matching submission (id null when none did) and how far the scan went. */
 interface PageRow extends Omit<StoredSubmission, 'id'> {
@@ -27,7 +27,7 @@ interface PageRow extends Omit<StoredSubmission, 'id'> {
 }
 
 /** What the list reads: the query with its cursor decoded. */
-export type SubmissionsPageQuery = Omit<ListSubmissionsQuery, 'cursor'> & { after?: LogPosition };
+type SubmissionsPageQuery = Omit<ListSubmissionsQuery, 'cursor'> & { after?: LogPosition };
 
 export interface NewSubmission {
   data: Record<string, unknown>;

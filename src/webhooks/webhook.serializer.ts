@@ -304,7 +304,7 @@ export class WebhookSettings {
 }
 
 /** The counts of the webhook's filter (its version's counter rows summed); absent without a filter. */
-export interface FilterTotals {
+interface FilterTotals {
   passed: number;
   heldBack: number;
 }
