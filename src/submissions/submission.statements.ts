@@ -18,12 +18,14 @@ const STORED_SUBMISSION = submissionDocument({
 
 /**
  * A page of a calculator of the workspace's submissions, newest first by (created_at, id), from
- * submissions_calculator_page_idx: the cursor and the time range bound the index scan (no parameter is
- * ever null: an absent bound is ±infinity), so a page reads its rows and no more, however deep. `scanned`
- * is at most $8 submissions; the page is those of them the filter ($7, null for none; an error is no
- * match) matches, at most $9. Parameters: calculator, workspace, after (created_at, id), since, until,
- * filter, scan limit, page limit. No row: the calculator is not the workspace's. One row with a null id:
- * no submission matched; `scanned`, `last_at` and `last_id` say how far the scan went.
+ * submissions_calculator_page_idx. The scan starts at one upper bound, ($3, $4): the cursor's position or
+ * (until, ''), whichever comes first (the caller's choice: Postgres cannot tell which of a row comparison
+ * and a plain one is tighter, and would start at the cursor and skip every row after `until`); it ends at
+ * `since` ($5). No parameter is ever null (an absent bound is ±infinity), so a page reads its rows and no
+ * more, however deep. `scanned` is at most $7 submissions; the page is those of them the filter ($6, null
+ * for none; an error is no match) matches, at most $8. Parameters: calculator, workspace, upper bound
+ * (created_at, id), since, filter, scan limit, page limit. No row: the calculator is not the workspace's.
+ * One row with a null id: no submission matched; `scanned`, `last_at` and `last_id` say how far it went.
  */
 export const SUBMISSIONS_PAGE = prepared(
   'submissions_page',
@@ -31,20 +33,19 @@ export const SUBMISSIONS_PAGE = prepared(
      SELECT id FROM calculators WHERE id = $1 AND workspace_id = $2 AND removed_at IS NULL
    ), scanned AS (
      SELECT s.id, s.calculator_id, s.finished, s.data, s.meta, s.created_at, s.updated_at,
-            ${filterMatches(STORED_SUBMISSION, '$7::jsonpath')} AS matches
+            ${filterMatches(STORED_SUBMISSION, '$6::jsonpath')} AS matches
      FROM submissions s
      WHERE s.calculator_id = (SELECT id FROM calc)
-       AND (s.created_at, s.id) < ($3::timestamptz, $4::varchar)
-       AND s.created_at >= $5::timestamptz AND s.created_at < $6::timestamptz
+       AND (s.created_at, s.id) < ($3::timestamptz, $4::varchar) AND s.created_at >= $5::timestamptz
      ORDER BY s.created_at DESC, s.id DESC
-     LIMIT $8
+     LIMIT $7
    )
    SELECT (SELECT count(*) FROM scanned)::int AS scanned, l.created_at AS last_at, l.id AS last_id,
           m.id, m.calculator_id AS "calculatorId", m.finished, m.data, m.meta, m.created_at AS "createdAt",
           m.updated_at AS "updatedAt"
    FROM calc
    LEFT JOIN LATERAL (SELECT created_at, id FROM scanned ORDER BY created_at, id LIMIT 1) l ON true
-   LEFT JOIN LATERAL (SELECT * FROM scanned WHERE matches ORDER BY created_at DESC, id DESC LIMIT $9) m ON true
+   LEFT JOIN LATERAL (SELECT * FROM scanned WHERE matches ORDER BY created_at DESC, id DESC LIMIT $8) m ON true
    ORDER BY m.created_at DESC, m.id DESC`,
 );
 

@@ -54,6 +54,15 @@ function assertStorable(input: NewSubmission): void {
   }
 }
 
+/**
+ * Where a page starts, newest first: after the cursor's position, and before `until` as (until, ''), which
+ * comes before every submission created at `until` (no id is empty); the earlier of the two.
+ */
+function upperBound(after?: LogPosition, until?: Date): { createdAt: Date | 'infinity'; id: string } {
+  if (until && (!after || until.getTime() <= after.createdAt.getTime())) return { createdAt: until, id: '' };
+  return after ?? { createdAt: 'infinity', id: '' };
+}
+
 /** Where a page that found too few matches stopped looking, when it stopped for its scan limit. */
 function lastLookedAt({ scanned, last_at, last_id }: PageRow, scan: number): LogPosition | undefined {
   if (scanned < scan || !last_at || !last_id) return undefined;
@@ -145,13 +154,13 @@ export class SubmissionsService {
     if (!isCuid2(calculatorId)) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
     if (filter !== undefined) await assertFilter(this.dataSource, 'filter', filter);
     const scan = filter === undefined ? limit + 1 : FILTERED_PAGE_SCAN;
+    const upper = upperBound(after, until);
     const rows = await queryPrepared<PageRow>(this.dataSource, SUBMISSIONS_PAGE, [
       calculatorId,
       workspaceId,
-      after?.createdAt ?? 'infinity',
-      after?.id ?? '',
+      upper.createdAt,
+      upper.id,
       since ?? '-infinity',
-      until ?? 'infinity',
       filter ?? null,
       scan,
       limit + 1,
