@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool, request } from 'undici';
 import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
+import { FILTER_PHASE_KEYS, runFilterPhases } from './lib/filter-phases.mjs';
 import { apiRequest, measure, postSubmissions } from './lib/http-bench.mjs';
 import {
   busyBetween,
@@ -97,6 +98,7 @@ const PHASE_KEYS = [
   'delivery-2',
   'tracing',
   ...ENGINE_PHASE_KEYS,
+  ...FILTER_PHASE_KEYS,
 ];
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 for (const key of only ?? []) {
@@ -952,6 +954,21 @@ async function main() {
       nodeOptions: settings.nodeOptions,
       nodeFlags: childNodeFlags('worker'),
       logLevel: settings.logLevel,
+    },
+    runs,
+    results,
+  );
+
+  sampler.phase = 'filters';
+  await runFilterPhases(
+    {
+      db,
+      apiUrl,
+      dbName,
+      redisPid,
+      apiPid: () => apiProcess.pid,
+      log,
+      settings: { connections: settings.connections, warmupSec: settings.warmupSec, durationSec: settings.durationSec },
     },
     runs,
     results,

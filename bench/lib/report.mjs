@@ -1,6 +1,7 @@
 // The benchmark's targets and the BENCHMARKS.md template; both read only the results object of a run.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { engineSection, engineTargets } from './engine-phases.mjs';
+import { filterSection, filterTargets } from './filter-phases.mjs';
 
 const fmt = (n, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n)
@@ -104,6 +105,7 @@ export function evaluateTargets(results) {
   maxTarget('api peak RSS', results.memory.apiPeakMb, 250, 'MB');
   maxTarget('worker peak RSS', results.memory.workerPeakMb, 200, 'MB');
   targets.push(...engineTargets(results));
+  targets.push(...filterTargets(results));
   return targets;
 }
 
@@ -575,6 +577,7 @@ ${latencySection(results)}
 ${tracingSection(results.tracing)}
 
 ${engineSection(results)}
+${filterSection(results)}
 ## Memory
 
 ${memorySection(results)}

@@ -236,6 +236,19 @@ export interface SettingsDefaults {
   maxInFlight: number;
 }
 
+/** DESIGN 11: what a webhook's filter did with the submissions to its calculators since it was set. */
+@ApiSchema({ name: 'FilterCounts' })
+export class FilterCounts {
+  @ApiProperty({ format: 'date-time', description: 'When the filter was set' })
+  since: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Submissions that matched: each made a delivery' })
+  passed: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Submissions that did not match (or errored): none made' })
+  heldBack: number;
+}
+
 /** DESIGN 10: a webhook's settings as they apply now; header values masked. */
 @ApiSchema({ name: 'WebhookSettings' })
 export class WebhookSettings {
@@ -276,6 +289,20 @@ export class WebhookSettings {
   retrySchedule: RetryScheduleName;
 
   @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'The SQL/JSON path predicate a submission must match to be sent here, as given; null: none',
+  })
+  filter: string | null;
+
+  @ApiProperty({
+    type: () => FilterCounts,
+    nullable: true,
+    description: 'What the filter did since it was set; null without a filter',
+  })
+  filterCounts: FilterCounts | null;
+
+  @ApiProperty({
     type: 'object',
     properties: {
       timeoutMs: { type: 'boolean' },
@@ -287,9 +314,19 @@ export class WebhookSettings {
   defaults: { timeoutMs: boolean; maxInFlight: boolean };
 }
 
+/** The counts of the webhook's filter (its version's counter rows summed); absent without a filter. */
+interface FilterTotals {
+  passed: number;
+  heldBack: number;
+}
+
 export const serializeWebhookSettings = (
-  w: Pick<WebhookEntity, 'id' | 'name' | 'headers' | 'timeoutMs' | 'maxInFlight' | 'retrySchedule'>,
+  w: Pick<
+    WebhookEntity,
+    'id' | 'name' | 'headers' | 'timeoutMs' | 'maxInFlight' | 'retrySchedule' | 'filter' | 'filterSetAt'
+  >,
   defaults: SettingsDefaults,
+  totals: FilterTotals | null,
 ): WebhookSettings => ({
   id: w.id,
   name: w.name,
@@ -297,5 +334,7 @@ export const serializeWebhookSettings = (
   timeoutMs: w.timeoutMs ?? defaults.timeoutMs,
   maxInFlight: w.maxInFlight ?? (defaults.maxInFlight || null),
   retrySchedule: w.retrySchedule,
+  filter: w.filter,
+  filterCounts: w.filter !== null && w.filterSetAt && totals ? { since: w.filterSetAt.toISOString(), ...totals } : null,
   defaults: { timeoutMs: w.timeoutMs === null, maxInFlight: w.maxInFlight === null },
 });

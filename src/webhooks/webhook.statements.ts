@@ -71,3 +71,10 @@ export const WEBHOOKS_LIST = prepared(
    GROUP BY w.id
    ORDER BY w.created_at, w.id`,
 );
+
+/** A filter's counts (DESIGN 11): its version's shards summed. Parameters: webhook id, filter version. */
+export const FILTER_TOTALS = prepared(
+  'webhook_filter_totals',
+  `SELECT coalesce(sum(passed), 0)::text AS passed, coalesce(sum(held_back), 0)::text AS held_back
+   FROM webhook_filter_counters WHERE webhook_id = $1 AND filter_version = $2`,
+);
