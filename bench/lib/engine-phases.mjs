@@ -1790,7 +1790,7 @@ function partialRuns(results) {
   const kept = ENGINE_PHASE_KEYS.filter((key) => results.engine?.[key] && !replaced.has(key));
   return [
     '',
-    'The figures below come from these partial runs, each measured side by side with its own ceilings:',
+    'The figures below come from these partial runs (a phase in two: the later), each ratio between phases of one run:',
     '',
     ...partials.map(
       (p) =>

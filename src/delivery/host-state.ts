@@ -51,7 +51,7 @@ const FIELDS = [
  * cut of the limit always stands, growth only over the limit it grew from (`base`), so a lane's growth
  * never undoes another's cut; a pause holds until it ends, whoever saves; the lanes are lane 0's to set;
  * each lane's attempts in flight are its own field. KEYS: the hash, the shard's registry. ARGV: now, key
- * TTL, host, lane, base, then FIELDS' values in order.
+ * TTL, host, lane, base, then FIELDS' values in order. Returns the limit stored now.
  */
 const SAVE_HOST = `
   local now, lane, base = tonumber(ARGV[1]), ARGV[4], ARGV[5]
@@ -84,10 +84,10 @@ const SAVE_HOST = `
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('ZADD', KEYS[2], now, ARGV[3])
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[2]))
-  return 1`;
+  return redis.call('HGET', KEYS[1], 'limit')`;
 
 type HostRedis = RedisClient & {
-  saveHost(...keysAndArgs: (string | number)[]): Promise<number>;
+  saveHost(...keysAndArgs: (string | number)[]): Promise<string>;
 };
 
 /**
@@ -122,8 +122,11 @@ export class HostStates {
     return this.parse(await this.redis.hgetall(this.keyOf(host)));
   }
 
-  /** Saves lane `lane`'s state, its limit grown (if it grew) from `base`: see SAVE_HOST for the merge. */
-  async save(host: string, state: StoredHost, lane = 0, base: number | null = null): Promise<void> {
+  /**
+   * Saves lane `lane`'s state, its limit grown (if it grew) from `base`: see SAVE_HOST for the merge.
+   * Returns the limit stored now, the base of the lane's next growth.
+   */
+  async save(host: string, state: StoredHost, lane = 0, base: number | null = null): Promise<number> {
     const values = [
       state.limit,
       state.minRttMs === null ? '' : state.minRttMs.toFixed(2),
@@ -137,7 +140,17 @@ export class HostStates {
       state.lanes,
     ];
     const registry = `${this.prefixOf(host)}:hosts`;
-    await this.redis.saveHost(this.keyOf(host), registry, Date.now(), KEY_TTL_MS, host, lane, base ?? '', ...values);
+    const stored = await this.redis.saveHost(
+      this.keyOf(host),
+      registry,
+      Date.now(),
+      KEY_TTL_MS,
+      host,
+      lane,
+      base ?? '',
+      ...values,
+    );
+    return Number(stored);
   }
 
   async get(host: string): Promise<HostState> {

@@ -8,7 +8,7 @@ import { ApiError } from '../core/http/api-error.js';
 import { encodeCursor, type LogPosition } from '../core/http/log-cursor.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { HostWakes } from '../delivery/host-wakes.js';
-import { currentTraceCarrier } from '../core/tracing/tracing.js';
+import { currentTraceCarrier, inSpan } from '../core/tracing/tracing.js';
 import { maxAttemptsFor } from '../delivery/retry-schedule.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import type { SubmissionEntity } from './submission.entity.js';
@@ -104,30 +104,35 @@ export class SubmissionsService {
       createdAt: now,
       updatedAt: now,
     };
-    const trace = currentTraceCarrier();
-    const write = (deliveryIds: string[]) =>
-      this.store.createForSubmission({
-        submissionId: submission.id,
-        calculatorId,
-        workspaceId,
-        at: now,
-        finished: submission.finished,
-        data: submission.data,
-        meta: submission.meta,
-        deliveryIds,
-        trace,
-        maxAttempts: {
-          standard: maxAttemptsFor(this.config.retryScheduleMs),
-          short: maxAttemptsFor(this.config.shortRetryScheduleMs),
-        },
-      });
-    let ids = this.deliveryIds(this.boundHint.get(calculatorId) ?? 1);
-    let result = await write(ids);
-    while (result.bound > ids.length) {
-      // Webhooks were bound since the last submission: again, with an id for each (nothing was written).
-      ids = ids.concat(this.deliveryIds(result.bound - ids.length));
-      result = await write(ids);
-    }
+    // The span that writes the deliveries is where each of their attempts joins the request's trace: its
+    // context is kept with them (the wake carries none).
+    const result = await inSpan('delivery.outbox', { 'calculator.id': calculatorId }, async () => {
+      const trace = currentTraceCarrier();
+      const write = (deliveryIds: string[]) =>
+        this.store.createForSubmission({
+          submissionId: submission.id,
+          calculatorId,
+          workspaceId,
+          at: now,
+          finished: submission.finished,
+          data: submission.data,
+          meta: submission.meta,
+          deliveryIds,
+          trace,
+          maxAttempts: {
+            standard: maxAttemptsFor(this.config.retryScheduleMs),
+            short: maxAttemptsFor(this.config.shortRetryScheduleMs),
+          },
+        });
+      let ids = this.deliveryIds(this.boundHint.get(calculatorId) ?? 1);
+      let written = await write(ids);
+      while (written.bound > ids.length) {
+        // Webhooks were bound since the last submission: again, with an id for each (nothing was written).
+        ids = ids.concat(this.deliveryIds(written.bound - ids.length));
+        written = await write(ids);
+      }
+      return written;
+    });
     if (result.created === 0) throw ApiError.notFound(`Calculator ${calculatorId} not found`);
     // Only once the calculator proved the workspace's: another workspace's 404 must not reset its hint.
     this.remember(calculatorId, result.bound);

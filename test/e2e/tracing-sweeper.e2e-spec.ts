@@ -10,7 +10,7 @@ import { createTestApp, type TestApp } from '../support/test-app.js';
 
 // The in-process app (api with its worker and scheduled work), with the SDK registered here as the
 // entrypoints register it, so its spans are read from the SDK's in-memory exporter.
-describe('tracing of re-enqueued deliveries (in-process, in-memory exporter)', () => {
+describe('tracing of deliveries the sweeper woke (in-process, in-memory exporter)', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
   let t: TestApp;
@@ -33,14 +33,23 @@ describe('tracing of re-enqueued deliveries (in-process, in-memory exporter)', (
   const spans = () => exporter.getFinishedSpans();
   const parentOf = (span: ReturnType<typeof spans>[number]) => span.parentSpanContext?.spanId;
 
-  it("attempts a delivery the sweeper re-enqueued within the sweep run's trace", async () => {
+  it("attempts a delivery the sweeper woke within its submission's trace, kept with the delivery", async () => {
     const setup = await setupWebhook(t, receiver.url);
     const submission = await submit(setup.api, setup.calculator.id);
-    // A delivery committed whose job never reached Redis (a crash between the two), due a minute ago.
+    const own = await waitFor(
+      () => spans().find((s) => s.name === 'delivery.attempt' && s.attributes['webhook.id'] === setup.webhook.id),
+      5_000,
+      "the submission's own attempt span",
+    );
+    // A delivery of the same submission committed whose host was never woken (a crash between the two),
+    // due a minute ago: only the sweeper wakes its host.
     const lost = createId();
     await t.dataSource.query(
-      `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, status, attempt_count, max_attempts, next_attempt_at)
-       VALUES ($1, $2, $3, $4, 'pending', 0, 8, now() - interval '1 minute')`,
+      `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, status, attempt_count, max_attempts,
+                               next_attempt_at, host, trace)
+       SELECT $1, $2, $3::varchar, $4::varchar, 'pending', 0, 8, now() - interval '1 minute', url_destination(w.url),
+              (SELECT d.trace FROM deliveries d WHERE d.submission_id = $4::varchar LIMIT 1)
+       FROM webhooks w WHERE w.id = $3::varchar`,
       [lost, setup.workspace.id, setup.webhook.id, submission.id],
     );
     await waitFor(() => receiver.requests.some((r) => r.headers['webhook-id'] === lost), 15_000, 'the swept delivery');
@@ -51,20 +60,14 @@ describe('tracing of re-enqueued deliveries (in-process, in-memory exporter)', (
       5_000,
       "the swept delivery's attempt span",
     );
-    const byId = new Map(spans().map((s) => [s.spanContext().spanId, s]));
-    const enqueue = byId.get(parentOf(attempt)!)!;
-    expect(enqueue.name).toBe('delivery.enqueue');
-    const run = byId.get(parentOf(enqueue)!)!;
-    expect(run.name).toBe('scheduled sweep-overdue-deliveries');
-    expect(parentOf(run)).toBeUndefined();
-    expect(new Set([attempt, enqueue, run].map((s) => s.spanContext().traceId)).size).toBe(1);
-    // The submission's own delivery went the usual way: its attempt is a child of the submission's enqueue.
-    const own = await waitFor(
-      () => spans().find((s) => s.name === 'delivery.attempt' && s.attributes['delivery.id'] !== lost),
-      5_000,
-      "the submission's own attempt span",
-    );
-    expect(byId.get(parentOf(own)!)!.name).toBe('delivery.enqueue');
-    expect(own.spanContext().traceId).not.toBe(run.spanContext().traceId);
+    // The submission's trace, as its own delivery's attempt: not the sweep run's.
+    expect(attempt.spanContext().traceId).toBe(own.spanContext().traceId);
+    expect(parentOf(attempt)).toBe(parentOf(own));
+    const runs = spans().filter((s) => s.name === 'scheduled sweep-overdue-deliveries');
+    expect(runs.length).toBeGreaterThan(0);
+    expect(runs.some((run) => run.spanContext().traceId === attempt.spanContext().traceId)).toBe(false);
+    // Both children of the span that wrote the submission's deliveries, which kept its context.
+    const outbox = spans().find((s) => s.spanContext().spanId === parentOf(own));
+    expect(outbox?.name).toBe('delivery.outbox');
   }, 60_000);
 });

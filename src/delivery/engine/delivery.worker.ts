@@ -48,6 +48,8 @@ interface Drain {
   admission: HostAdmission;
   /** Webhook -> its attempts in flight here, for its cap. */
   busy: Map<string, number>;
+  /** Deliveries with an attempt under way here: a pick before its claim leases it may return it again. */
+  attempting: Set<string>;
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
   retryAt: number;
@@ -123,6 +125,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       lane,
       admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
+      attempting: new Set(),
       answered: new Signal(),
       retryAt: Infinity,
       savedAt: Date.now(),
@@ -196,7 +199,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private start(drain: Drain, delivery: PickedDelivery): boolean {
     const { admission, busy } = drain;
     const share = this.admission.share;
-    if (!share.enter(delivery.workspace_id)) return false;
+    if (drain.attempting.has(delivery.id) || !share.enter(delivery.workspace_id)) return false;
+    drain.attempting.add(delivery.id);
     admission.started();
     busy.set(delivery.webhook_id, (busy.get(delivery.webhook_id) ?? 0) + 1);
     const startedAt = Date.now();
@@ -246,6 +250,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       )
       .finally(() => {
         end();
+        drain.attempting.delete(delivery.id);
         this.outstanding.delete(attempt);
       });
     this.outstanding.add(attempt);
@@ -254,8 +259,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Saves the lane's state, merged with the other lanes' (HostStates). */
   private async save({ host, lane, admission }: Drain): Promise<void> {
-    await this.states.save(host, admission.stored(), lane, admission.base);
-    admission.base = admission.limit;
+    admission.base = await this.states.save(host, admission.stored(), lane, admission.base);
   }
 
   /** Waits for an answer, the drain's own next retry falling due, or `ms`. */
