@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Pool, request } from 'undici';
 import { ENGINE_PHASE_KEYS, runEnginePhases } from './lib/engine-phases.mjs';
+import { FILTER_PHASE_KEYS, runFilterPhases } from './lib/filter-phases.mjs';
 import { apiRequest, measure, postSubmissions } from './lib/http-bench.mjs';
 import {
   busyBetween,
@@ -77,6 +78,8 @@ const settings = {
 
 // The service's WORKER_CONCURRENCY default (src/core/config/config.ts), for the BullMQ ceiling's like-for-like run.
 const SERVICE_DEFAULT_CONCURRENCY = 500;
+// The service's DATABASE_POOL_SIZE default, for the bare app's pg pool.
+const SERVICE_DEFAULT_POOL_SIZE = 10;
 
 const PHASE_KEYS = [
   'ceiling-nest',
@@ -84,6 +87,7 @@ const PHASE_KEYS = [
   'me',
   'webhooks-list',
   'calculators',
+  'log-cost',
   'webhook-get',
   'webhook-create',
   'submissions',
@@ -94,6 +98,7 @@ const PHASE_KEYS = [
   'delivery-2',
   'tracing',
   ...ENGINE_PHASE_KEYS,
+  ...FILTER_PHASE_KEYS,
 ];
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 for (const key of only ?? []) {
@@ -130,9 +135,10 @@ function benchEnv(extra) {
     { dbName, queuePrefix },
     {
       LOG_LEVEL: settings.logLevel,
-      // The per-key limiter stays in the path (one Redis round trip per request) but never refuses here.
+      // Both limiters stay in the path (per IP and per key: one Redis round trip per request) but never
+      // refuse here: the load generator is one IP with one key.
       RATE_LIMIT_PER_MINUTE: String(settings.rateLimitPerMinute),
-      RATE_LIMIT_PER_IP_PER_MINUTE: '0', // the load generator is one IP
+      RATE_LIMIT_PER_IP_PER_MINUTE: String(settings.rateLimitPerMinute),
       ...(settings.workerConcurrency ? { WORKER_CONCURRENCY: String(settings.workerConcurrency) } : {}),
       ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
       ...extra,
@@ -208,17 +214,39 @@ async function restoreWebhooks(dataset) {
 
 // ---------------------------------------------------------------------------------------------- ceilings
 
-async function measureNestCeiling() {
+/**
+ * The bare NestJS app (bench/ceiling-nest.mjs): a constant JSON body, and each measured endpoint's own work
+ * (the same Redis call, the same SQL) with nothing of the service around it.
+ */
+async function startNestCeiling(workspaceId) {
   const port = await freePort();
-  const handle = spawnNode('ceiling-nest', 'bench/ceiling-nest.mjs', {
-    NODE_ENV: 'production',
-    PORT: String(port),
-    ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
-  });
-  const url = `http://127.0.0.1:${port}/api/v1/constant`;
-  await waitForHttp(handle, url);
-  const result = await measure({ url }, settings, new CpuProbe(async () => ({ api: [handle.pid] })));
-  return { label: 'bare NestJS + Express', ...result, peakRssMb: await stopProcess(handle) };
+  const handle = spawnNode(
+    'ceiling-nest',
+    'bench/ceiling-nest.mjs',
+    {
+      NODE_ENV: 'production',
+      PORT: String(port),
+      DATABASE_URL: `${PG_URL}/${dbName}`,
+      REDIS_URL,
+      QUEUE_PREFIX: ceilingPrefix,
+      WORKSPACE_ID: workspaceId,
+      POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? String(SERVICE_DEFAULT_POOL_SIZE),
+      ...(settings.nodeOptions ? { NODE_OPTIONS: settings.nodeOptions } : {}),
+    },
+    childNodeFlags('ceiling'),
+  );
+  const url = `http://127.0.0.1:${port}/api/v1`;
+  await waitForHttp(handle, `${url}/constant`);
+  return { handle, url };
+}
+
+async function measureNestCeiling(ceiling) {
+  const result = await measure(
+    { url: `${ceiling.url}/constant` },
+    settings,
+    new CpuProbe(async () => ({ api: [ceiling.handle.pid] })),
+  );
+  return { label: 'bare NestJS + Express', ...result };
 }
 
 async function measureBullmqCeiling() {
@@ -246,12 +274,23 @@ function httpCases(dataset) {
   const headers = { 'x-ac-api-key': apiKey };
   const jsonHeaders = { ...headers, 'content-type': 'application/json' };
   return [
-    { key: 'me', label: 'GET /me', options: { url: `${apiUrl}/api/v1/me`, headers } },
-    { key: 'webhooks-list', label: 'GET /webhooks', options: { url: `${apiUrl}/api/v1/webhooks`, headers } },
+    {
+      key: 'me',
+      label: 'GET /me',
+      options: { url: `${apiUrl}/api/v1/me`, headers },
+      ceiling: { path: '/me', label: "bare NestJS + the same Redis call (the rate limiter's one script call)" },
+    },
+    {
+      key: 'webhooks-list',
+      label: 'GET /webhooks',
+      options: { url: `${apiUrl}/api/v1/webhooks`, headers },
+      ceiling: { path: '/webhooks', label: 'bare NestJS + pg, the same SQL (20 webhooks)' },
+    },
     {
       key: 'calculators',
       label: 'GET /calculators?limit=50',
       options: { url: `${apiUrl}/api/v1/calculators?limit=50`, headers },
+      ceiling: { path: '/calculators', label: 'bare NestJS + pg, the same SQL (50 calculators)' },
     },
     {
       key: 'webhook-get',
@@ -388,6 +427,47 @@ async function heapFlags(dataset) {
     rows.push(row);
   }
   return rows;
+}
+
+const LOG_COST_ROUNDS = 2;
+
+/**
+ * What the request's log line costs: GET /me on this api (LOG_LEVEL=info, the default) and on a second
+ * api at LOG_LEVEL=silent on the same data, alternated LOG_COST_ROUNDS times so both see the same machine.
+ */
+async function logCost() {
+  const port = await freePort();
+  const env = benchEnv({ PORT: String(port), WORKER_ENABLED: 'false', LOG_LEVEL: 'silent' });
+  const silent = spawnNode('api-silent', 'dist/main.js', env, childNodeFlags('api-silent'));
+  const silentUrl = `http://127.0.0.1:${port}`;
+  await waitForHttp(silent, `${silentUrl}/healthz`);
+  const headers = { 'x-ac-api-key': apiKey };
+  const me = (url) => ({ url: `${url}/api/v1/me`, headers });
+  // The new api runs as long as the warmed one ran in its GET /me phase before it is measured (JIT, pools).
+  await measure(me(silentUrl), { ...settings, warmupSec: 0 });
+  const rounds = [];
+  const sides = [
+    ['info', apiUrl, apiProcess.pid],
+    ['silent', silentUrl, silent.pid],
+  ];
+  for (let i = 0; i < LOG_COST_ROUNDS; i++) {
+    const round = {};
+    // Each round in the other order, so a machine getting busier or quieter favours neither.
+    for (const [level, url, pid] of i % 2 === 0 ? sides : [...sides].reverse()) {
+      await settle();
+      const { requestsPerSec, cpuMsPerRequest, latencyMs } = await measure(
+        me(url),
+        settings,
+        new CpuProbe(async () => ({ api: [pid] })),
+      );
+      round[level] = { requestsPerSec, apiCpuMsPerRequest: cpuMsPerRequest.api, p99Ms: latencyMs.p99 };
+    }
+    round.ratio = round.info.requestsPerSec / round.silent.requestsPerSec;
+    log(`log cost round ${i + 1}: info ${round.info.requestsPerSec} req/s, silent ${round.silent.requestsPerSec}`);
+    rounds.push(round);
+  }
+  await stopProcess(silent);
+  return { rounds };
 }
 
 /**
@@ -747,11 +827,13 @@ async function main() {
   log(`data set ready: ${dataset.calculators.length} calculators, ${dataset.webhooks.length} webhooks`);
   results.memory.breakdown.setup = { api: await memoryBreakdown(apiMetricsUrl) };
 
+  const workCeilings = httpCases(dataset).some((c) => c.ceiling && runs(c.key));
+  const ceiling = runs('ceiling-nest') || workCeilings ? await startNestCeiling(dataset.workspaceId) : null;
   sampler.phase = 'ceilings';
   if (runs('ceiling-nest')) {
     log('ceiling: bare NestJS');
     results.machine.busyBefore['ceiling-nest'] = await machineBusy();
-    results.ceilings.nest = await measureNestCeiling();
+    results.ceilings.nest = await measureNestCeiling(ceiling);
   }
   if (runs('ceiling-bullmq')) {
     log('ceiling: bare BullMQ');
@@ -759,9 +841,27 @@ async function main() {
     results.ceilings.bullmq = await measureBullmqCeiling();
   }
 
+  results.ceilings.work = {};
   for (const c of httpCases(dataset)) {
     if (!runs(c.key)) continue;
     sampler.phase = c.key;
+    const cpu = (pid) =>
+      new CpuProbe(async () => ({
+        api: [pid],
+        postgres: await postgresBackends(db, dbName),
+        redis: redisPid ? [redisPid] : [],
+      }));
+    // The endpoint's own work in the bare app right before the endpoint, so both see the same machine.
+    if (c.ceiling) {
+      await settle();
+      log(`ceiling: ${c.ceiling.label}`);
+      await analyze();
+      const options = { url: `${ceiling.url}${c.ceiling.path}` };
+      results.ceilings.work[c.key] = {
+        label: c.ceiling.label,
+        ...(await measure(options, settings, cpu(ceiling.handle.pid))),
+      };
+    }
     await settle();
     log(c.label);
     results.machine.busyBefore[c.key] = await machineBusy();
@@ -769,14 +869,20 @@ async function main() {
     if (settings.warmupSec > 0) await measure(c.options, { ...opts, durationSec: settings.warmupSec });
     if (c.restore) await restoreWebhooks(dataset);
     await analyze();
-    const cpu = new CpuProbe(async () => ({
-      api: [apiProcess.pid],
-      postgres: await postgresBackends(db, dbName),
-      redis: redisPid ? [redisPid] : [],
-    }));
-    results.http[c.key] = { label: c.label, ...(await measure(c.options, opts, cpu)) };
+    results.http[c.key] = { label: c.label, ...(await measure(c.options, opts, cpu(apiProcess.pid))) };
     if (c.restore) results.http[c.key].strayWebhooksRemoved = await restoreWebhooks(dataset);
     results.memory.breakdown[c.key] = { api: await memoryBreakdown(apiMetricsUrl) };
+  }
+  if (ceiling) {
+    const peakRssMb = await stopProcess(ceiling.handle);
+    if (results.ceilings.nest) results.ceilings.nest.peakRssMb = peakRssMb;
+  }
+
+  if (runs('log-cost')) {
+    sampler.phase = 'log-cost';
+    log('log line cost: GET /me at LOG_LEVEL=info (this api) against silent (a second one)');
+    results.machine.busyBefore['log-cost'] = await machineBusy();
+    results.logCost = await logCost();
   }
 
   if (runs('heap-flags')) {
@@ -848,6 +954,21 @@ async function main() {
       nodeOptions: settings.nodeOptions,
       nodeFlags: childNodeFlags('worker'),
       logLevel: settings.logLevel,
+    },
+    runs,
+    results,
+  );
+
+  sampler.phase = 'filters';
+  await runFilterPhases(
+    {
+      db,
+      apiUrl,
+      dbName,
+      redisPid,
+      apiPid: () => apiProcess.pid,
+      log,
+      settings: { connections: settings.connections, warmupSec: settings.warmupSec, durationSec: settings.durationSec },
     },
     runs,
     results,

@@ -3,7 +3,7 @@ import { APP_GUARD, RouterModule } from '@nestjs/core';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
-import { IpThrottlerGuard, KeyThrottlerGuard } from './auth/rate-limit.guards.js';
+import { IpRateLimitGuard, KeyRateLimitGuard } from './auth/rate-limit.guards.js';
 import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
 import { coreImports } from './core/core-imports.js';
@@ -72,11 +72,11 @@ export class AppModule implements NestModule {
         MaintenanceQueueModule, // for the queue dashboard
         ...(config.workerEnabled ? [DeliveryWorkerModule, SchedulingModule] : []),
       ],
-      // In this order: the per-IP limit before authentication, the per-key limit after it.
+      // In this order: the per-IP limit (and an already known key's) before authentication, the per-key limit after it.
       providers: [
-        { provide: APP_GUARD, useClass: IpThrottlerGuard },
+        { provide: APP_GUARD, useClass: IpRateLimitGuard },
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
-        { provide: APP_GUARD, useClass: KeyThrottlerGuard },
+        { provide: APP_GUARD, useClass: KeyRateLimitGuard },
       ],
     };
   }

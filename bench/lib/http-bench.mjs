@@ -9,6 +9,7 @@ export function summarise(result) {
   return {
     requestsPerSec: round(result.requests.total / result.duration),
     requests: result.requests.total,
+    bytesPerResponse: result.requests.total > 0 ? Math.round(result.throughput.total / result.requests.total) : null,
     durationSec: round(result.duration, 2),
     latencyMs: {
       mean: round(result.latency.mean, 2),

@@ -1,6 +1,7 @@
 // The benchmark's targets and the BENCHMARKS.md template; both read only the results object of a run.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { engineSection, engineTargets } from './engine-phases.mjs';
+import { filterSection, filterTargets } from './filter-phases.mjs';
 
 const fmt = (n, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n)
@@ -40,6 +41,25 @@ export function evaluateTargets(results) {
   ]) {
     ratioTarget(label, results.http[key]?.requestsPerSec, nest, 0.5, invalidity(key));
   }
+  // Each beside the physical limit of its own work, in the same run: the same Redis call or SQL in a bare app.
+  for (const [key, label] of [
+    ['me', 'GET /me req/s (ceiling: bare NestJS + the same Redis call)'],
+    ['webhooks-list', 'GET /webhooks req/s (ceiling: bare NestJS + pg, the same SQL)'],
+    ['calculators', 'GET /calculators?limit=50 req/s (ceiling: bare NestJS + pg, the same SQL)'],
+  ]) {
+    const work = results.ceilings.work?.[key]?.requestsPerSec ?? null;
+    ratioTarget(label, results.http[key]?.requestsPerSec, work, 0.8, invalidity(key));
+  }
+  const meanOf = (level) =>
+    results.logCost
+      ? results.logCost.rounds.reduce((sum, r) => sum + r[level].requestsPerSec, 0) / results.logCost.rounds.length
+      : null;
+  ratioTarget(
+    'GET /me req/s at LOG_LEVEL=info (ceiling: the same api at silent)',
+    meanOf('info'),
+    meanOf('silent'),
+    0.9,
+  );
   for (const key of ['me', 'webhooks-list', 'calculators', 'webhook-get']) {
     const r = results.http[key];
     if (r) maxTarget(`${r.label} p99 latency`, r.latencyMs.p99, 50, 'ms', invalidity(key));
@@ -85,6 +105,7 @@ export function evaluateTargets(results) {
   maxTarget('api peak RSS', results.memory.apiPeakMb, 250, 'MB');
   maxTarget('worker peak RSS', results.memory.workerPeakMb, 200, 'MB');
   targets.push(...engineTargets(results));
+  targets.push(...filterTargets(results));
   return targets;
 }
 
@@ -95,16 +116,49 @@ const cpuOf = (r, role) => r?.cpuMsPerRequest?.[role] ?? r?.cpuMsPerDelivery?.[r
 function httpTable(results) {
   const nest = results.ceilings.nest;
   const rows = [
-    '| endpoint | req/s | ratio to bare NestJS | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| endpoint | req/s | ratio to bare NestJS | ratio to its own work | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | api CPU ms/req | Postgres CPU ms/req | CPU-cost ratio | CPU-cost ratio to its own work |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  const row = (label, r, ratio) =>
+  const work = results.ceilings.work ?? {};
+  const row = (label, r, ratio, own = { rate: '-', cost: '-' }) =>
     rows.push(
-      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} |`,
+      `| ${label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${own.rate} | ${r.latencyMs.p50} | ${r.latencyMs.p90} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(r, 'postgres'), 3)} | ${pct(ratioOf(cpuOf(nest, 'api'), cpuOf(r, 'api')))} | ${own.cost} |`,
     );
   if (nest) row('bare NestJS + Express, constant JSON (ceiling)', nest, '100%');
-  for (const r of Object.values(results.http)) row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)));
+  for (const c of Object.values(work)) {
+    row(`${c.label} (ceiling)`, c, pct(ratioOf(c.requestsPerSec, nest?.requestsPerSec)), {
+      rate: '100%',
+      cost: '100%',
+    });
+  }
+  for (const [key, r] of Object.entries(results.http)) {
+    const ceiling = work[key];
+    const own = ceiling
+      ? {
+          rate: pct(ratioOf(r.requestsPerSec, ceiling.requestsPerSec)),
+          cost: pct(ratioOf(cpuOf(ceiling, 'api'), cpuOf(r, 'api'))),
+        }
+      : undefined;
+    row(r.label, r, pct(ratioOf(r.requestsPerSec, nest?.requestsPerSec)), own);
+  }
   return rows.join('\n');
+}
+
+/** GET /me on the api at LOG_LEVEL=info against a second api at silent, rounds alternated. */
+function logCostSection(logCost) {
+  if (!logCost) return '';
+  const rows = logCost.rounds.map(
+    (r, i) =>
+      `| ${i + 1} | ${fmt(r.info.requestsPerSec)} | ${fmt(r.info.apiCpuMsPerRequest, 3)} | ${r.info.p99Ms} | ${fmt(r.silent.requestsPerSec)} | ${fmt(r.silent.apiCpuMsPerRequest, 3)} | ${r.silent.p99Ms} | ${pct(r.ratio)} |`,
+  );
+  return `### The request log line's cost
+
+GET /me on the api at LOG_LEVEL=info (its default: one line per request) and on a second api at
+LOG_LEVEL=silent (no line), same data, rounds alternated.
+
+| round | info req/s | info api CPU ms/req | info p99 ms | silent req/s | silent api CPU ms/req | silent p99 ms | info / silent |
+|---|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}`;
 }
 
 function deliveryTable(results) {
@@ -348,6 +402,59 @@ export function loadPair(path = 'bench/results/pair-latest.json') {
   return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined;
 }
 
+/**
+ * Partial runs of the HTTP phases (BENCH_ONLY=ceiling-nest,me,webhooks-list,calculators,log-cost) kept in
+ * `dir`, oldest first: each endpoint at the service's defaults beside its own work in a bare app.
+ */
+export function loadApiRuns(dir = 'bench/results/api-defaults') {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => JSON.parse(readFileSync(`${dir}/${name}`, 'utf8')))
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+const API_ENDPOINTS = [
+  ['me', 'GET /me'],
+  ['webhooks-list', 'GET /webhooks (20)'],
+  ['calculators', 'GET /calculators?limit=50'],
+];
+
+/** The kept partial runs of the HTTP phases, one row per run and endpoint. */
+function apiRunsSection(runs) {
+  if (runs.length === 0) return '';
+  const rows = [];
+  for (const [i, run] of runs.entries()) {
+    for (const [key, label] of API_ENDPOINTS) {
+      const r = run.http[key];
+      const c = run.ceilings.work?.[key];
+      if (!r || !c) continue;
+      rows.push(
+        `| ${i + 1} | ${label} | ${fmt(r.requestsPerSec)} | ${fmt(c.requestsPerSec)} | ${pct(ratioOf(r.requestsPerSec, c.requestsPerSec))} | ${fmt(cpuOf(r, 'api'), 3)} | ${fmt(cpuOf(c, 'api'), 3)} | ${pct(ratioOf(cpuOf(c, 'api'), cpuOf(r, 'api')))} | ${r.latencyMs.p99} | ${c.latencyMs.p99} | ${r.non2xx + r.errors} |`,
+      );
+    }
+  }
+  const runLines = runs.map((run, i) => {
+    const logCost = run.logCost?.rounds.map((r) => pct(r.ratio)).join(', ') ?? 'n/a';
+    return `${i + 1}. ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC, code ${run.code.commit}${run.code.dirty ? ' (uncommitted changes under src/)' : ''}, \`${run.command}\`; machine CPU busy before the phases ${busyRange(run.machine.busyBefore)}; bare NestJS constant JSON ${fmt(run.ceilings.nest?.requestsPerSec)} req/s; log line (GET /me info / silent, per round) ${logCost}; api peak RSS ${fmt(run.memory.apiPeakMb)} MB.`;
+  });
+  return `## HTTP at the service's defaults, beside each endpoint's own work
+
+Partial runs of the HTTP phases (\`BENCH_ONLY=ceiling-nest,me,webhooks-list,calculators,log-cost\`), kept in
+\`bench/results/api-defaults/\`, on ${runs[0].machine.cpuModel}, ${runs[0].machine.cpus} cores, Node ${runs[0].machine.node}: the api at its
+defaults (LOG_LEVEL=info; per-IP and per-key limits on, too high to trigger), each endpoint measured right
+after a bare NestJS app doing only its own work (the same Redis call; the same SQL on pg). Three other
+engineers ran tests and benchmarks on the same 2 cores during these runs, so req/s moved with their load;
+the CPU-cost ratio (the bare app's api CPU per request over the service's) depends much less on it.
+
+${runLines.join('\n')}
+
+| run | endpoint | req/s | its own work req/s | ratio | api CPU ms/req | own work api CPU ms/req | CPU-cost ratio | p99 ms | own work p99 ms | errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}
+`;
+}
+
 /** The reference code and this code, measured in turns (bench/pair.sh), round by round. */
 function pairSection(pair, results) {
   if (!pair) return '';
@@ -383,7 +490,7 @@ ${rows.join('\n')}
 }
 
 /** BENCHMARKS.md: generated by `npm run bench`, so it always shows the last full run. */
-export function renderMarkdown(results, baseline, pair = loadPair()) {
+export function renderMarkdown(results, baseline, pair = loadPair(), apiRuns = loadApiRuns()) {
   const { machine, settings } = results;
   const failed = results.targets.filter((t) => t.pass === false).length;
   const measured = results.targets.filter((t) => t.pass !== null).length;
@@ -420,7 +527,10 @@ Everything runs on this one machine: the api (\`dist/main.js\`, NODE_ENV=product
 worker off), the worker processes (\`dist/worker.js\`), Postgres, Redis, the load generator
 (autocannon, in the bench process) and the webhook receiver (a keep-alive Node HTTP server in the
 bench process that answers 200 at once). The ceilings run on the same machine in the same run:
-a bare NestJS + Express app answering a constant JSON body (bench/ceiling-nest.mjs), and a bare
+a bare NestJS + Express app (bench/ceiling-nest.mjs) answering a constant JSON body, and doing each
+measured endpoint's own work with nothing of the service around it (GET /me: the rate limiter's one
+Redis script call, same script and keys; GET /webhooks and GET /calculators?limit=50: the service's
+own SQL, imported from dist/, on pg, rows as JSON), each measured right before its endpoint; a bare
 BullMQ queue whose one Worker (same concurrency as our worker) processes no-op jobs
 (bench/ceiling-bullmq.mjs). A busy machine (load average well above 0 before the run) makes
 every figure, ceilings included, lower and noisier.
@@ -442,9 +552,10 @@ ceiling's api CPU per request over the endpoint's, i.e. the req/s ratio the endp
 if the api process's own CPU were the only limit. Unlike req/s, CPU per request hardly depends on
 what else the machine is doing.
 
-${httpTable(results)}
-
-${heapFlagsSection(results.heapFlags)}
+${[httpTable(results), logCostSection(results.logCost), apiRunsSection(apiRuns), heapFlagsSection(results.heapFlags)]
+  .filter(Boolean)
+  .map((section) => section.trimEnd())
+  .join('\n\n')}
 
 ${baselineSection(results, baseline)}
 ${pairSection(pair, results)}
@@ -466,6 +577,7 @@ ${latencySection(results)}
 ${tracingSection(results.tracing)}
 
 ${engineSection(results)}
+${filterSection(results)}
 ## Memory
 
 ${memorySection(results)}

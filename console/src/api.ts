@@ -124,7 +124,20 @@ export interface WebhookSettings {
   timeoutMs: number;
   maxInFlight: number | null;
   retrySchedule: (typeof RETRY_SCHEDULES)[number];
+  filter: string | null;
+  filterCounts: { since: string; passed: number; heldBack: number } | null;
   defaults: { timeoutMs: boolean; maxInFlight: boolean };
+}
+
+/** A submission, as a `newSubmission` delivery carries it (DESIGN 11). */
+export interface Submission {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  calculatorId: string;
+  finished: boolean;
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
 }
 
 /** A PATCH: the fields to change; null resets one to its default (in `headers`, removes that header). */
@@ -134,6 +147,7 @@ export type SettingsChange = Partial<{
   timeoutMs: number | null;
   maxInFlight: number | null;
   retrySchedule: WebhookSettings['retrySchedule'];
+  filter: string | null;
 }>;
 
 export interface RotatedSecret {
@@ -233,6 +247,11 @@ export const api = {
     data<OperationalWebhook & { secret: string }>('POST', '/operational-webhooks', body),
   removeOperational: (operationalWebhookId: string) =>
     data<OperationalWebhook>('DELETE', `/operational-webhooks/${id(operationalWebhookId)}`),
+  submissions: (calculatorId: string, params: { limit: number; cursor?: string; since?: string; filter?: string }) =>
+    call<{ data: Submission[]; nextCursor: string | null }>(
+      'GET',
+      `/calculators/${id(calculatorId)}/submissions${query(params)}`,
+    ),
   recovery: (webhookId: string, recoveryId: string) =>
     data<Recovery>('GET', `/webhooks/${id(webhookId)}/recoveries/${id(recoveryId)}`),
 };

@@ -8,6 +8,7 @@ import { PortalEnded, PortalSignIn, ReadOnlyProvider } from './portal.js';
 import { portalSession } from './portal-session.js';
 import { href, useRoute } from './router.js';
 import { SignIn } from './sign-in.js';
+import { SubmissionsView } from './submissions.js';
 import { WebhookView } from './webhook.js';
 import { WebhooksView } from './webhooks.js';
 
@@ -103,6 +104,7 @@ export function App({ linkToken }: { linkToken: string | null }) {
         {route.view === 'failed' && <FailedView />}
         {route.view === 'activity' && <ActivityView />}
         {route.view === 'operational' && <OperationalWebhooksView />}
+        {route.view === 'submissions' && <SubmissionsView key={route.calculatorId} calculatorId={route.calculatorId} />}
       </div>
     </ReadOnlyProvider>
   );

@@ -7,7 +7,8 @@ export type Route =
   | { view: 'delivery'; webhookId?: string; deliveryId: string }
   | { view: 'failed' }
   | { view: 'activity' }
-  | { view: 'operational' };
+  | { view: 'operational' }
+  | { view: 'submissions'; calculatorId: string };
 
 export const href = {
   webhooks: () => '#/webhooks',
@@ -18,6 +19,7 @@ export const href = {
   failed: () => '#/failed',
   activity: () => '#/activity',
   operational: () => '#/operational-webhooks',
+  submissions: (calculatorId: string) => `#/calculators/${encodeURIComponent(calculatorId)}/submissions`,
 };
 
 function parse(hash: string): Route {
@@ -29,6 +31,8 @@ function parse(hash: string): Route {
   if (parts[0] === 'failed') return { view: 'failed' };
   if (parts[0] === 'activity') return { view: 'activity' };
   if (parts[0] === 'operational-webhooks') return { view: 'operational' };
+  if (parts[0] === 'calculators' && parts[1] && parts[2] === 'submissions')
+    return { view: 'submissions', calculatorId: parts[1] };
   return { view: 'webhooks' };
 }
 

@@ -4,6 +4,7 @@ import { fromLocalInput, time, toLocalInput } from './format.js';
 import { Writable } from './portal.js';
 import { href } from './router.js';
 import { Settings } from './settings.js';
+import { FilterSection } from './submissions.js';
 import { Field, Fields, Heading, LoadError, Message, ShownSecret, StatusBadge, useAction, useLoad } from './ui.js';
 import { State } from './webhooks.js';
 
@@ -57,7 +58,16 @@ export function WebhookView({ webhookId }: { webhookId: string }) {
           <Field label="URL">
             <span class="mono">{w.url}</span>
           </Field>
-          <Field label="Calculators">{w.calculators.map((c) => c.name).join(', ')}</Field>
+          <Field label="Calculators">
+            {w.calculators.map((c, i) => (
+              <span key={c.id}>
+                {i > 0 && ', '}
+                <a href={href.submissions(c.id)} aria-label={`Submissions of ${c.name}`}>
+                  {c.name}
+                </a>
+              </span>
+            ))}
+          </Field>
           {health.data && (
             <>
               <Field label="State">
@@ -85,6 +95,7 @@ export function WebhookView({ webhookId }: { webhookId: string }) {
         <Message message={action.message} />
       </section>
       <Deliveries webhookId={webhookId} changes={changes} />
+      <FilterSection webhookId={webhookId} calculators={w.calculators} />
       <Writable>
         <Settings webhookId={webhookId} onRenamed={() => void webhook.reload()} />
         <RotateSecret webhookId={webhookId} />

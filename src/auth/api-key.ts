@@ -18,15 +18,17 @@ export const prefixOf = (key: string): string => key.slice(0, 12);
 
 export const looksLikeApiKey = (value: string): boolean => KEY_PATTERN.test(value);
 
-const presentedHashes = new WeakMap<IncomingMessage, string | null>();
+// On the request itself: a WeakMap entry per request is an ephemeron every garbage collection must visit.
+const PRESENTED_HASH = Symbol('presentedKeyHash');
+type HashedRequest = IncomingMessage & { [PRESENTED_HASH]?: string | null };
 
 /** SHA-256 of the request's well-formed API key (null without one), hashed once per request. */
-export function presentedKeyHash(req: IncomingMessage): string | null {
-  let hash = presentedHashes.get(req);
+export function presentedKeyHash(req: HashedRequest): string | null {
+  let hash = req[PRESENTED_HASH];
   if (hash === undefined) {
     const presented = req.headers[API_KEY_HEADER];
     hash = typeof presented === 'string' && looksLikeApiKey(presented) ? hashApiKey(presented) : null;
-    presentedHashes.set(req, hash);
+    req[PRESENTED_HASH] = hash;
   }
   return hash;
 }

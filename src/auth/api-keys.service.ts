@@ -65,6 +65,11 @@ export class ApiKeysService {
 
   /** The workspace of the key with this hash (see presentedKeyHash), or null for an unknown or revoked key. */
   /** The key's workspace and the key's id (the actor an audit event names), or null for an unknown or revoked key. */
+  /** Whether the key of this hash authenticated in this process and is not revoked since (no query). */
+  isKnown(hash: string): boolean {
+    return this.cache.get(hash) !== undefined;
+  }
+
   async authenticate(hash: string): Promise<{ workspace: WorkspaceEntity; keyId: string } | null> {
     const cached = this.cache.get(hash);
     if (cached) {

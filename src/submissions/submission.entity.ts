@@ -2,7 +2,8 @@ import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { CalculatorEntity } from '../calculators/calculator.entity.js';
 
 @Entity('submissions')
-@Index('submissions_calculator_idx', ['calculatorId', 'createdAt'])
+// (calculator_id, created_at DESC, id DESC): the listing's keyset, newest first (its migration).
+@Index('submissions_calculator_page_idx', { synchronize: false })
 export class SubmissionEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
   id: string;

@@ -13,6 +13,7 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { RETRY_SCHEDULES, type RetryScheduleName } from '../delivery/retry-schedule.js';
+import { FILTER_EXAMPLE, MAX_FILTER_LENGTH } from '../submissions/submission-filter.js';
 import { Verbatim } from '../core/http/validation.js';
 import { NoControlCharactersConstraint } from './create-webhook.dto.js';
 import { headerProblem, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE_LENGTH } from './webhook-headers.js';
@@ -120,4 +121,22 @@ export class UpdateWebhookDto {
   @IsString()
   @IsIn(RETRY_SCHEDULES, { message: `retrySchedule must be one of: ${RETRY_SCHEDULES.join(', ')}` })
   retrySchedule?: RetryScheduleName | null;
+
+  @ApiPropertyOptional({
+    type: 'string',
+    maxLength: MAX_FILTER_LENGTH,
+    nullable: true,
+    description:
+      "An SQL/JSON path predicate over the Submission (the `newSubmission` payload's `data`), evaluated by " +
+      "Postgres's jsonb_path_match when a submission is stored: one that does not match (or on which the " +
+      'predicate errors, e.g. a type mismatch) makes no delivery for this webhook. Timestamps are ISO 8601 ' +
+      'UTC strings, compared as such. null removes the filter. Test one first with GET ' +
+      '/calculators/{calculatorId}/submissions?filter=. Test events ignore it.',
+    example: FILTER_EXAMPLE,
+  })
+  @whenGiven('filter', true)
+  // Checked bottom-up: a value that is no string is told so, not how long it may be.
+  @MaxLength(MAX_FILTER_LENGTH)
+  @IsString()
+  filter?: string | null;
 }

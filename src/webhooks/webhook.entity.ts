@@ -102,6 +102,19 @@ export class WebhookEntity {
 
   @Column({ name: 'retry_schedule', type: 'varchar', length: 16, default: 'standard' })
   retrySchedule: RetryScheduleName;
+
+  // --- Filter (DESIGN 11, submission-filter.ts) ---
+
+  /** An SQL/JSON path predicate over the Submission, as given; null: every submission is sent. */
+  @Column({ type: 'varchar', length: 1000, nullable: true })
+  filter: string | null;
+
+  /** Names the filter its counts belong to (webhook_filter_counters); bumped whenever the filter changes. */
+  @Column({ name: 'filter_version', type: 'integer', default: 0 })
+  filterVersion: number;
+
+  @Column({ name: 'filter_set_at', type: 'timestamptz', precision: 3, nullable: true })
+  filterSetAt: Date | null;
 }
 
 @Entity('webhook_calculators')

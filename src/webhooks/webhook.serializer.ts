@@ -176,7 +176,7 @@ export type ListedWebhook = Pick<
   'id' | 'name' | 'createdAt' | 'updatedAt' | 'url' | 'source' | 'workspaceId'
 >;
 
-/** A webhook's listed fields as the SQL statements return them (WEBHOOKS_LIST, the removal fence). */
+/** A webhook's listed fields as the removal fence returns them (WEBHOOKS_LIST formats its timestamps). */
 export interface ListedWebhookRow {
   id: string;
   workspace_id: string;
@@ -208,14 +208,25 @@ export const serializeWebhook = (w: ListedWebhook): WebhookResponse => ({
   workspaceId: w.workspaceId,
 });
 
-export const serializeWebhookListItem = (
-  w: ListedWebhook,
-  calculators: { id: string; name: string }[],
-  triggers: string[],
-): WebhookListItem => ({
-  ...serializeWebhook(w),
-  calculators,
-  triggers: triggers.map((type) => ({ type, webhookId: w.id })),
+/** A row of WEBHOOKS_LIST: a webhook's listed fields, timestamps formatted, with its calculators and triggers. */
+export interface WebhookListRow extends Omit<ListedWebhookRow, 'created_at' | 'updated_at'> {
+  created_at: string;
+  updated_at: string;
+  calculators: { id: string; name: string }[];
+  triggers: string[];
+}
+
+/** Spec 2.3: the seven fields of 2.1 (as serializeWebhook) and the webhook's calculators and triggers. */
+export const serializeWebhookListItem = (r: WebhookListRow): WebhookListItem => ({
+  id: r.id,
+  name: r.name,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  url: r.url,
+  source: r.source,
+  workspaceId: r.workspace_id,
+  calculators: r.calculators,
+  triggers: r.triggers.map((type) => ({ type, webhookId: r.id })),
 });
 
 /** The service's defaults a webhook without a setting of its own follows. */
@@ -223,6 +234,19 @@ export interface SettingsDefaults {
   timeoutMs: number;
   /** 0: no cap. */
   maxInFlight: number;
+}
+
+/** DESIGN 11: what a webhook's filter did with the submissions to its calculators since it was set. */
+@ApiSchema({ name: 'FilterCounts' })
+export class FilterCounts {
+  @ApiProperty({ format: 'date-time', description: 'When the filter was set' })
+  since: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Submissions that matched: each made a delivery' })
+  passed: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Submissions that did not match (or errored): none made' })
+  heldBack: number;
 }
 
 /** DESIGN 10: a webhook's settings as they apply now; header values masked. */
@@ -265,6 +289,20 @@ export class WebhookSettings {
   retrySchedule: RetryScheduleName;
 
   @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'The SQL/JSON path predicate a submission must match to be sent here, as given; null: none',
+  })
+  filter: string | null;
+
+  @ApiProperty({
+    type: () => FilterCounts,
+    nullable: true,
+    description: 'What the filter did since it was set; null without a filter',
+  })
+  filterCounts: FilterCounts | null;
+
+  @ApiProperty({
     type: 'object',
     properties: {
       timeoutMs: { type: 'boolean' },
@@ -276,9 +314,19 @@ export class WebhookSettings {
   defaults: { timeoutMs: boolean; maxInFlight: boolean };
 }
 
+/** The counts of the webhook's filter (its version's counter rows summed); absent without a filter. */
+interface FilterTotals {
+  passed: number;
+  heldBack: number;
+}
+
 export const serializeWebhookSettings = (
-  w: Pick<WebhookEntity, 'id' | 'name' | 'headers' | 'timeoutMs' | 'maxInFlight' | 'retrySchedule'>,
+  w: Pick<
+    WebhookEntity,
+    'id' | 'name' | 'headers' | 'timeoutMs' | 'maxInFlight' | 'retrySchedule' | 'filter' | 'filterSetAt'
+  >,
   defaults: SettingsDefaults,
+  totals: FilterTotals | null,
 ): WebhookSettings => ({
   id: w.id,
   name: w.name,
@@ -286,5 +334,7 @@ export const serializeWebhookSettings = (
   timeoutMs: w.timeoutMs ?? defaults.timeoutMs,
   maxInFlight: w.maxInFlight ?? (defaults.maxInFlight || null),
   retrySchedule: w.retrySchedule,
+  filter: w.filter,
+  filterCounts: w.filter !== null && w.filterSetAt && totals ? { since: w.filterSetAt.toISOString(), ...totals } : null,
   defaults: { timeoutMs: w.timeoutMs === null, maxInFlight: w.maxInFlight === null },
 });

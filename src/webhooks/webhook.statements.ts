@@ -52,10 +52,14 @@ export const WEBHOOK_REGISTER = prepared(
 /**
  * SQL because one grouped join returns each webhook with its calculators and triggers in one round
  * trip (the ORM would need three), and a third cheaper in Postgres than a calculators subquery per webhook.
+ * Postgres formats the timestamps (ISO 8601 UTC, milliseconds, as Date.toISOString), as parsing them into
+ * Dates to format them again costs the api more than the rest of the row.
  */
 export const WEBHOOKS_LIST = prepared(
   'webhooks_list',
-  `SELECT w.id, w.workspace_id, w.name, w.url, w.source, w.created_at, w.updated_at,
+  `SELECT w.id, w.workspace_id, w.name, w.url, w.source,
+     to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+     to_char(w.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at,
      COALESCE(json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.created_at, c.id)
               FILTER (WHERE c.id IS NOT NULL), '[]') AS calculators,
      COALESCE((SELECT json_agg(t.type ORDER BY t.type) FROM webhook_triggers t WHERE t.webhook_id = w.id),
@@ -66,4 +70,11 @@ export const WEBHOOKS_LIST = prepared(
    WHERE w.workspace_id = $1 AND w.removed_at IS NULL AND w.kind = 'webhook'
    GROUP BY w.id
    ORDER BY w.created_at, w.id`,
+);
+
+/** A filter's counts (DESIGN 11): its version's shards summed. Parameters: webhook id, filter version. */
+export const FILTER_TOTALS = prepared(
+  'webhook_filter_totals',
+  `SELECT coalesce(sum(passed), 0)::text AS passed, coalesce(sum(held_back), 0)::text AS held_back
+   FROM webhook_filter_counters WHERE webhook_id = $1 AND filter_version = $2`,
 );

@@ -14,7 +14,6 @@ import { WebhookHealthService } from './webhook-health.service.js';
 import {
   serializeWebhook,
   serializeWebhookSecret,
-  serializeWebhookSettings,
   WebhookHealth,
   WebhookListItem,
   WebhookResponse,
@@ -29,7 +28,7 @@ import { hasChanges, WebhooksService } from './webhooks.service.js';
  */
 function settingsChanges(body: Record<string, unknown>): Record<string, unknown> {
   const changes: Record<string, unknown> = {};
-  for (const field of ['name', 'timeoutMs', 'maxInFlight', 'retrySchedule']) {
+  for (const field of ['name', 'timeoutMs', 'maxInFlight', 'retrySchedule', 'filter']) {
     if (body[field] !== undefined) changes[field] = body[field];
   }
   const headers = body.headers as Record<string, unknown> | null | undefined;
@@ -92,7 +91,8 @@ export class WebhooksController {
     operationId: 'updateWebhookSettings',
     summary: "Change a webhook's settings",
     description:
-      'Any of `name`, `headers`, `timeoutMs`, `maxInFlight`, `retrySchedule` (extension, DESIGN 10); `url` and ' +
+      'Any of `name`, `headers`, `timeoutMs`, `maxInFlight`, `retrySchedule`, `filter` (extension, DESIGN 10 ' +
+      'and 11); `url` and ' +
       'calculators stay as registered (remove the webhook and register it again to change them). Fields not ' +
       'sent stay as they are; null resets one to the default. Workers apply a change from the next attempt ' +
       'they claim of the webhook on. Answers the settings as they now apply.',
@@ -111,8 +111,7 @@ export class WebhooksController {
     @Param('webhookId') id: string,
     @Body() dto: UpdateWebhookDto,
   ): Promise<{ data: WebhookSettings }> {
-    const webhook = await this.webhooks.updateSettings(workspace.id, id, dto);
-    return { data: serializeWebhookSettings(webhook, this.webhooks.settingsDefaults) };
+    return { data: await this.webhooks.settings(await this.webhooks.updateSettings(workspace.id, id, dto)) };
   }
 
   @Get(':webhookId/settings')
@@ -123,8 +122,7 @@ export class WebhooksController {
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('webhookId') id: string,
   ): Promise<{ data: WebhookSettings }> {
-    const webhook = await this.webhooks.get(workspace.id, id);
-    return { data: serializeWebhookSettings(webhook, this.webhooks.settingsDefaults) };
+    return { data: await this.webhooks.settings(await this.webhooks.get(workspace.id, id)) };
   }
 
   @Delete(':webhookId')

@@ -5,6 +5,7 @@ import { CalculatorsModule } from '../calculators/calculators.module.js';
 import { HostWakesModule } from '../delivery/host-wakes.module.js';
 import { DeliveryStoreModule } from '../delivery/store/delivery-store.module.js';
 import { WebhookCalculatorEntity, WebhookEntity, WebhookTriggerEntity } from './webhook.entity.js';
+import { WebhookFilterCounterEntity } from './webhook-filter-counter.entity.js';
 import { OperationalEventsModule } from '../operational-webhooks/operational-events.module.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookHealthService } from './webhook-health.service.js';
@@ -12,7 +13,12 @@ import { WebhooksService } from './webhooks.service.js';
 
 @Module({
   imports: [
-    TypeOrmModule.forFeature([WebhookEntity, WebhookCalculatorEntity, WebhookTriggerEntity]),
+    TypeOrmModule.forFeature([
+      WebhookEntity,
+      WebhookCalculatorEntity,
+      WebhookTriggerEntity,
+      WebhookFilterCounterEntity,
+    ]),
     CalculatorsModule,
     HostWakesModule,
     DeliveryStoreModule,

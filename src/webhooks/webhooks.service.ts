@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import { DataSource, IsNull } from 'typeorm';
+import { DataSource, IsNull, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../core/config/config.js';
 import { APP_CONFIG } from '../core/config/config.module.js';
 import { ApiError } from '../core/http/api-error.js';
@@ -12,7 +12,13 @@ import {
   transactionOn,
   type PreparedStatement,
 } from '../core/database/prepared.js';
-import { WEBHOOK_REGISTER, webhookGet, WEBHOOKS_LIST, WORKSPACE_REGISTRATION_LOCK } from './webhook.statements.js';
+import {
+  FILTER_TOTALS,
+  WEBHOOK_REGISTER,
+  webhookGet,
+  WEBHOOKS_LIST,
+  WORKSPACE_REGISTRATION_LOCK,
+} from './webhook.statements.js';
 import { isCuid2, newId } from '../core/ids.js';
 import { DeliveryStore } from '../delivery/store/delivery-store.js';
 import { forbiddenHostRule } from '../delivery/engine/ssrf-guard.js';
@@ -20,21 +26,20 @@ import type { CreateWebhookDto } from './create-webhook.dto.js';
 import { headersPatchProblem, type UpdateWebhookDto } from './update-webhook.dto.js';
 import { MAX_CUSTOM_HEADERS, mergeHeaders } from './webhook-headers.js';
 import { WebhookEntity } from './webhook.entity.js';
+import { WebhookFilterCounterEntity } from './webhook-filter-counter.entity.js';
+import { assertFilter } from '../submissions/submission-filter.js';
 import { canonicalSource, TRIGGER_TYPES } from './webhook-sources.js';
 import {
   listedWebhookOf,
   serializeWebhookListItem,
+  serializeWebhookSettings,
   type ListedWebhook,
   type ListedWebhookRow,
   type SettingsDefaults,
   type WebhookListItem,
+  type WebhookListRow,
+  type WebhookSettings,
 } from './webhook.serializer.js';
-
-/** A row of WEBHOOKS_LIST: a webhook's listed fields with its calculators and trigger types. */
-interface WebhookListRow extends ListedWebhookRow {
-  calculators: { id: string; name: string }[];
-  triggers: string[];
-}
 
 /** Whether a settings patch names any field (an empty one changes nothing, not even updatedAt). */
 export const hasChanges = (dto: UpdateWebhookDto | Record<string, unknown>): boolean =>
@@ -73,7 +78,7 @@ export class WebhooksService {
   /** Active webhooks with their calculators and triggers, built in one query. */
   async list(workspaceId: string): Promise<WebhookListItem[]> {
     const rows = await queryPrepared<WebhookListRow>(this.dataSource, WEBHOOKS_LIST, [workspaceId]);
-    return rows.map((r) => serializeWebhookListItem(listedWebhookOf(r), r.calculators, r.triggers));
+    return rows.map(serializeWebhookListItem);
   }
 
   async create(workspaceId: string, dto: CreateWebhookDto): Promise<ListedWebhook> {
@@ -144,8 +149,21 @@ export class WebhooksService {
   }
 
   /** What a webhook without a timeout or cap of its own follows. */
-  get settingsDefaults(): SettingsDefaults {
+  private get settingsDefaults(): SettingsDefaults {
     return { timeoutMs: this.config.deliveryTimeoutMs, maxInFlight: this.config.maxInFlightPerWebhook };
+  }
+
+  /** The webhook's settings as they apply now, with its filter's counts (DESIGN 10, 11). */
+  async settings(webhook: WebhookEntity): Promise<WebhookSettings> {
+    if (webhook.filter === null) return serializeWebhookSettings(webhook, this.settingsDefaults, null);
+    const [totals] = await queryPrepared<{ passed: string; held_back: string }>(this.dataSource, FILTER_TOTALS, [
+      webhook.id,
+      webhook.filterVersion,
+    ]);
+    return serializeWebhookSettings(webhook, this.settingsDefaults, {
+      passed: Number(totals.passed),
+      heldBack: Number(totals.held_back),
+    });
   }
 
   /**
@@ -161,10 +179,12 @@ export class WebhooksService {
     }
     if (!hasChanges(dto)) return this.get(workspaceId, id);
     if (!isCuid2(id)) throw ApiError.notFound(`Webhook ${id} not found`);
+    if (typeof dto.filter === 'string') await assertFilter(this.dataSource, 'filter', dto.filter);
     return this.dataSource.transaction(async (manager) => {
+      // No key update: a submission writing the filter's counts (their key references the row) never waits.
       const webhook = await manager.findOne(WebhookEntity, {
         where: { id, workspaceId, removedAt: IsNull() },
-        lock: { mode: 'pessimistic_write' },
+        lock: { mode: 'for_no_key_update' },
       });
       if (!webhook) throw ApiError.notFound(`Webhook ${id} not found`);
       if (dto.headers !== undefined) {
@@ -179,10 +199,27 @@ export class WebhooksService {
       if (dto.maxInFlight !== undefined) webhook.maxInFlight = dto.maxInFlight;
       if (dto.retrySchedule !== undefined) webhook.retrySchedule = dto.retrySchedule ?? 'standard';
       webhook.updatedAt = new Date();
+      if (dto.filter !== undefined && dto.filter !== webhook.filter) await this.setFilter(manager, webhook, dto.filter);
       const { name, headers, timeoutMs, maxInFlight, retrySchedule, updatedAt } = webhook;
-      await manager.update(WebhookEntity, { id }, { name, headers, timeoutMs, maxInFlight, retrySchedule, updatedAt });
+      const { filter, filterVersion, filterSetAt } = webhook;
+      await manager.update(
+        WebhookEntity,
+        { id },
+        { name, headers, timeoutMs, maxInFlight, retrySchedule, updatedAt, filter, filterVersion, filterSetAt },
+      );
       return webhook;
     });
+  }
+
+  /**
+   * A new filter starts a new version, whose counts start from zero; the previous versions' counts go
+   * (a submission that read the previous filter may still add to its own version, never to this one).
+   */
+  private async setFilter(manager: EntityManager, webhook: WebhookEntity, filter: string | null): Promise<void> {
+    webhook.filter = filter;
+    webhook.filterVersion += 1;
+    webhook.filterSetAt = filter === null ? null : webhook.updatedAt;
+    await manager.delete(WebhookFilterCounterEntity, { webhookId: webhook.id });
   }
 
   /**

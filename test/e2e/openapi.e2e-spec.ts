@@ -76,6 +76,8 @@ const EXTENSION_OPERATIONS = [
   'GET /operational-webhooks',
   'GET /operational-webhooks/{operationalWebhookId}',
   'DELETE /operational-webhooks/{operationalWebhookId}',
+  'GET /calculators/{calculatorId}/submissions',
+  'GET /submissions/{submissionId}',
 ];
 /** Documented only for its 405: a webhook is not replaced (DESIGN 3; PATCH changes its settings). */
 const UNSUPPORTED_OPERATIONS = ['PUT /webhooks/{webhookId}'];
@@ -306,6 +308,13 @@ describe('OpenAPI document', () => {
         text('submissionId'),
         text('until', 'date-time'),
         text('webhookId'),
+      ]);
+      expect(query('/calculators/{calculatorId}/submissions')).toEqual([
+        text('cursor'),
+        { name: 'filter', required: false, schema: expect.objectContaining({ type: 'string', maxLength: 1000 }) },
+        { ...limit, schema: { ...limit.schema, default: 10 } },
+        text('since', 'date-time'),
+        text('until', 'date-time'),
       ]);
       expect(query('/webhooks')).toEqual([]);
       // The query DTOs describe parameters only; they are not schemas of a body or response.
@@ -641,6 +650,24 @@ describe('OpenAPI document', () => {
       );
       conformance.check(await api.get('/webhooks/unknownwebhook/settings'), settings);
       conformance.check(await api.request('patch', own).send({ headers: null, timeoutMs: null }), patch);
+      conformance.check(await api.request('patch', own).send({ filter: '$.finished == true' }), patch);
+    });
+
+    it('GET /calculators/{calculatorId}/submissions and GET /submissions/{submissionId} (DESIGN 11)', async () => {
+      const list = 'GET /calculators/{calculatorId}/submissions';
+      const one = 'GET /submissions/{submissionId}';
+      const made = await api.post(`/calculators/${calculatorId}/submissions`, { data: { loanAmount: 5 } });
+      const own = `/calculators/${calculatorId}/submissions`;
+      conformance.check(await api.get(own), list);
+      conformance.check(await api.get(`${own}?limit=1&filter=${encodeURIComponent('$.data.loanAmount > 1')}`), list);
+      conformance.check(await api.get(`${own}?filter=${encodeURIComponent('$.data.loanAmount')}`), list);
+      conformance.check(await api.get('/calculators/unknowncalculator/submissions'), list);
+      conformance.check(await api.get(`/submissions/${made.body.data.id}`), one);
+      conformance.check(
+        await api.get(`/submissions/${made.body.data.id}`).set('content-type', 'application/json').send('{bad'),
+        one,
+      );
+      conformance.check(await api.get('/submissions/unknownsubmission'), one);
     });
 
     it('DELETE /webhooks/{webhookId}', async () => {
@@ -659,6 +686,7 @@ describe('OpenAPI document', () => {
         '{recoveryId}': 'unknownrecovery',
         '{portalLinkId}': 'unknownlink',
         '{operationalWebhookId}': 'unknownhook',
+        '{submissionId}': 'unknownsubmission',
       };
       for (const operation of operationsOf(doc).filter((o) => !UNSUPPORTED_OPERATIONS.includes(o))) {
         const [method, template] = operation.split(' ');

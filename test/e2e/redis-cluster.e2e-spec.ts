@@ -1,11 +1,12 @@
 import { Cluster } from 'ioredis';
+import { hashApiKey } from '../../src/auth/api-key.js';
 import { MaintenanceQueue } from '../../src/scheduling/maintenance-queue.module.js';
 import { QueueLayout } from '../../src/core/redis/queue-layout.js';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { setupWebhook, submit, useFastDeliveryApp } from '../support/delivery.js';
 import { client, registerWebhook } from '../support/management-api.js';
 import { waitFor, type Receiver } from '../support/receiver.js';
-import { TEST_REDIS_CLUSTER_NODES } from '../support/test-app.js';
+import { createWorkspace, TEST_REDIS_CLUSTER_NODES } from '../support/test-app.js';
 
 // The delivery engine on a real Redis Cluster (DESIGN 9; scripts/redis-cluster.sh starts it, 3 masters and
 // 3 replicas): every delivery queue shard has its own hash tag, a host's wake and admission state share
@@ -35,6 +36,9 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
       QUEUE_SHARDS: String(SHARDS),
       METRICS_PORT: 'free',
       LOG_LEVEL: 'warn',
+      // Every rate limit on: the script that counts a request touches three keys, which must share a slot.
+      RATE_LIMIT_PER_IP_PER_MINUTE: '100000',
+      RATE_LIMIT_PER_SECOND: '10000',
     },
     LOGS,
   );
@@ -105,6 +109,18 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_SHARDS)', () => {
     for (const receiver of receivers) {
       expect(metrics).toContain(`webhook_host_concurrency_limit{host="${new URL(receiver.url).host}"}`);
     }
+  });
+
+  it('counts a request for all three rate limits on the one master holding the counters', async () => {
+    const { key } = await createWorkspace(env.t);
+    for (let i = 0; i < 3; i++) await client(env.t, key).get('/me').expect(200);
+    const masterOf = await mastersBySlot(cluster);
+    const port = masterOf(Number(await cluster.cluster('KEYSLOT', 'ratelimit')));
+    const master = cluster.nodes('master').find((node) => node.options.port === port)!;
+    const prefix = `${env.t.config.queuePrefix}:{ratelimit}`;
+    expect(await master.get(`${prefix}:minute:key:${hashApiKey(key)}`)).toBe('3');
+    expect(await master.keys(`${prefix}:ip:*`)).not.toEqual([]);
+    expect(LOGS.filter((line) => line.includes('Rate limit counters unavailable'))).toEqual([]);
   });
 
   it('closes a cluster client handed to a worker once it is given back (a maintenance worker made again)', async () => {

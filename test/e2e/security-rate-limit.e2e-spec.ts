@@ -1,11 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
+import { ApiKeyCache } from '../../src/auth/api-key-cache.js';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { API, client, expectError, expectJson, expectNotAuthenticated } from '../support/management-api.js';
 import { createPortalLink, exchange, openSession, sessionClient } from '../support/portal.js';
-import { untilClock } from '../support/receiver.js';
+import { untilClock, waitFor } from '../support/receiver.js';
 import {
   createReplica as replicaOf,
   createTestApp,
@@ -19,6 +20,25 @@ const me = (app: INestApplication, key?: string) => {
   const req = request(app.getHttpServer()).get(`${API}/me`);
   return key === undefined ? req : req.set('x-ac-api-key', key);
 };
+
+/** The rate-limit script calls (EVALSHA or EVAL, with their arguments) naming `prefix` while `work` runs. */
+async function scriptCalls(prefix: string, work: () => Promise<void>): Promise<string[][]> {
+  const redis = new Redis(TEST_REDIS_URL);
+  const monitor = await redis.monitor(); // a connection of its own
+  const calls: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const script = /^eval(sha)?$/i.test(args[0] ?? '') && !source.startsWith('lua');
+    if (script && args.some((arg) => arg.startsWith(`${prefix}:{ratelimit}:`))) calls.push(args);
+  });
+  try {
+    await work();
+    await new Promise((resolve) => setTimeout(resolve, 100)); // MONITOR's feed lags the replies a little
+    return calls;
+  } finally {
+    monitor.disconnect();
+    redis.disconnect();
+  }
+}
 
 function expectRateLimited(res: request.Response, windowSeconds: number): void {
   const error = expectError(res, 429, 'rate_limited');
@@ -92,8 +112,8 @@ describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
     expectJson(await me(t.app, key), 200);
     const redis = new Redis(TEST_REDIS_URL);
     try {
-      const names = await redis.keys(`${t.config.queuePrefix}:ratelimit:*`);
-      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:default:key:${hashApiKey(key)}`);
+      const names = await redis.keys(`${t.config.queuePrefix}:{ratelimit}:*`);
+      expect(names).toContain(`${t.config.queuePrefix}:{ratelimit}:minute:key:${hashApiKey(key)}`);
       expect(names.join('\n')).not.toContain(key);
     } finally {
       redis.disconnect();
@@ -109,8 +129,8 @@ describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
     expectJson(await me(t.app, key), 200);
     const redis = new Redis(TEST_REDIS_URL);
     try {
-      const names = await redis.keys(`${t.config.queuePrefix}:ratelimit:*`);
-      expect(names).toContain(`${t.config.queuePrefix}:ratelimit:default:portal:${link.id}`);
+      const names = await redis.keys(`${t.config.queuePrefix}:{ratelimit}:*`);
+      expect(names).toContain(`${t.config.queuePrefix}:{ratelimit}:minute:portal:${link.id}`);
     } finally {
       redis.disconnect();
     }
@@ -121,6 +141,12 @@ describe('rate limiting (RATE_LIMIT_PER_MINUTE=5)', () => {
     const wrong = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
     for (let i = 0; i < LIMIT * 2; i++) expectNotAuthenticated(await me(t.app, wrong));
     expectJson(await me(t.app, key), 200);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      expect(await redis.keys(`${t.config.queuePrefix}:{ratelimit}:*:key:${hashApiKey(wrong)}`)).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 
@@ -155,6 +181,39 @@ describe('rate limiting per client IP (RATE_LIMIT_PER_IP_PER_MINUTE=20), before 
     }
     // Public too, but checking a token of its own: guesses are counted like made-up keys.
     expectRateLimited(await exchange(t, generateApiKey().key.replace(/^ack_/, 'acpl_')), 60);
+  });
+});
+
+describe('rate limiting in one Redis round trip (every rule on)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({
+      RATE_LIMIT_PER_MINUTE: '100',
+      RATE_LIMIT_PER_SECOND: '100',
+      RATE_LIMIT_PER_IP_PER_MINUTE: '1000',
+    });
+  });
+  afterAll(() => t.close());
+
+  it('counts the IP and a known key in one script call; a key new to the process after authentication', async () => {
+    expectJson(await me(t.app, (await createWorkspace(t)).key), 200); // starts the key cache
+    await waitFor(() => t.app.get(ApiKeyCache).isListening, 5_000, 'the key cache');
+    const { key } = await createWorkspace(t);
+    const calls = await scriptCalls(t.config.queuePrefix, async () => {
+      expectJson(await me(t.app, key), 200);
+      expectJson(await me(t.app, key), 200);
+    });
+    const tracker = `key:${hashApiKey(key)}`;
+    const counters = (call: string[]) => call.filter((arg) => arg.includes(':{ratelimit}:') && !arg.endsWith(':-'));
+    expect(calls.map(counters)).toEqual([
+      [expect.stringMatching(/:ip:ip:.+$/)],
+      [expect.stringMatching(`:second:${tracker}$`), expect.stringMatching(`:minute:${tracker}$`)],
+      [
+        expect.stringMatching(/:ip:ip:.+$/),
+        expect.stringMatching(`:second:${tracker}$`),
+        expect.stringMatching(`:minute:${tracker}$`),
+      ],
+    ]);
   });
 });
 
@@ -201,10 +260,15 @@ describe('rate limiting off (RATE_LIMIT_PER_MINUTE=0)', () => {
   });
 });
 
-describe('rate limiting while Redis is unreachable', () => {
+describe('rate limiting while Redis is unreachable (every limit on)', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PER_MINUTE: '2' });
+    t = await createTestApp({
+      REDIS_URL: 'redis://127.0.0.1:1',
+      RATE_LIMIT_PER_MINUTE: '2',
+      RATE_LIMIT_PER_SECOND: '1',
+      RATE_LIMIT_PER_IP_PER_MINUTE: '2',
+    });
   });
   afterAll(async () => {
     await t.app.close(); // not t.close(): emptying the queue would wait for Redis
@@ -213,6 +277,7 @@ describe('rate limiting while Redis is unreachable', () => {
 
   it('lets requests through rather than failing them: a Redis outage is not an API outage', async () => {
     const { key } = await createWorkspace(t);
-    for (let i = 0; i < 5; i++) expectJson(await me(t.app, key), 200);
+    for (let i = 0; i < 5; i++) expectJson(await me(t.app, key), 200); // over every limit, per IP too
+    expectNotAuthenticated(await me(t.app, generateApiKey().key));
   });
 });

@@ -27,7 +27,17 @@ import { createCalculator, createWorkspace } from '../support/test-app.js';
 // acting in the delivery engine against real receivers: headers on every attempt, the timeout, the retry
 // schedule and the in-flight cap.
 
-const SETTINGS_KEYS = ['defaults', 'headers', 'id', 'maxInFlight', 'name', 'retrySchedule', 'timeoutMs'];
+const SETTINGS_KEYS = [
+  'defaults',
+  'filter',
+  'filterCounts',
+  'headers',
+  'id',
+  'maxInFlight',
+  'name',
+  'retrySchedule',
+  'timeoutMs',
+];
 // Long enough to be shown by its first 4 characters; never in an answer, a log or the audit log in full.
 const TOKEN = 'Bearer s3cr3t-receiver-token-0123456789';
 const SHORT_TOKEN = 'k-9f2a';
@@ -77,6 +87,8 @@ describe('GET /webhooks/{id}/settings and PATCH /webhooks/{id}', () => {
       timeoutMs: 5000,
       maxInFlight: 20,
       retrySchedule: 'standard',
+      filter: null,
+      filterCounts: null,
       defaults: { timeoutMs: true, maxInFlight: true },
     });
   });
@@ -97,6 +109,8 @@ describe('GET /webhooks/{id}/settings and PATCH /webhooks/{id}', () => {
       timeoutMs: 2500,
       maxInFlight: 7,
       retrySchedule: 'short',
+      filter: null,
+      filterCounts: null,
       defaults: { timeoutMs: false, maxInFlight: false },
     };
     expect(answer).toEqual(expected);

@@ -70,7 +70,7 @@ describe('worker process (dist/worker.js)', () => {
     ) as string[];
     expect(loaded).toContainEqual(expect.stringMatching(/\/dist\/delivery\/engine\/delivery\.worker\.js$/));
     const api =
-      /\/node_modules\/(@nestjs\/(swagger|platform-express|terminus|throttler)|express|@bull-board\/[^/]+)\/|\/dist\/.*\.controller\.js$/;
+      /\/node_modules\/(@nestjs\/(swagger|platform-express|terminus)|express|@bull-board\/[^/]+)\/|\/dist\/.*\.controller\.js$/;
     expect(loaded.filter((url) => api.test(url))).toEqual([]);
   });
 

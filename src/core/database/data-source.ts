@@ -10,6 +10,7 @@ import { DeliverySearch1766200000000 } from './migrations/1766200000000-delivery
 import { PortalLinkRetention1766300000000 } from './migrations/1766300000000-portal-link-retention.js';
 import { ClaimWebhooksByKey1766400000000 } from './migrations/1766400000000-claim-webhooks-by-key.js';
 import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-store-fewer-statements.js';
+import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-samples-and-filters.js';
 import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedule.js';
 
 export const MIGRATIONS = [
@@ -23,7 +24,8 @@ export const MIGRATIONS = [
   PortalLinkRetention1766300000000,
   ClaimWebhooksByKey1766400000000,
   StoreFewerStatements1766500000000,
-    OneSchedule1766800000000,
+  SamplesAndFilters1766600000000,
+  OneSchedule1766800000000,
 ];
 
 /**

@@ -13,6 +13,8 @@ export function configureApp(app: INestApplication): void {
   const http = app as NestExpressApplication;
   http.useLogger(app.get(Logger));
   http.disable('x-powered-by');
+  // No ETag: it hashes every response body, and no client of this API sends If-None-Match.
+  http.set('etag', false);
   http.set('query parser', 'simple');
   answerMalformedRequests(http.getHttpServer()); // what Node's parser refuses gets the JSON error body too
 }

@@ -27,6 +27,10 @@ export class JsonBodyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
     const req = context.switchToHttp().getRequest<Request>();
+    // No framing, no body (body-parser reads nothing either): a GET goes on in the same tick.
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+      return next.handle();
+    }
     const res = context.switchToHttp().getResponse<Response>();
     const limit =
       this.reflector.getAllAndOverride<number>(BODY_LIMIT, [context.getHandler(), context.getClass()]) ??

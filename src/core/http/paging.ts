@@ -15,15 +15,18 @@ const NOT_AN_INTEGER = 'must be a non-negative integer';
 const readDigits = (value: unknown): unknown =>
   typeof value === 'string' && /^\d+$/.test(value) ? Math.min(Number(value), Number.MAX_SAFE_INTEGER) : value;
 
-/** `limit` on every list: 1..100, default 50, larger values clamped (the handler reads the clamped value). */
-export const LimitQueryField = (items = 'items') =>
+/**
+ * `limit` on every list: 1..100, default 50 (`fallback` where a list says otherwise; the field's initializer
+ * must match), larger values clamped (the handler reads the clamped value).
+ */
+export const LimitQueryField = (items = 'items', fallback = DEFAULT_LIMIT) =>
   applyDecorators(
     ApiPropertyOptional({
       type: 'integer',
       format: 'int32',
       minimum: 1,
-      default: DEFAULT_LIMIT,
-      description: `Maximum number of ${items} to return; default ${DEFAULT_LIMIT}, larger values are clamped to ${MAX_LIMIT}`,
+      default: fallback,
+      description: `Maximum number of ${items} to return; default ${fallback}, larger values are clamped to ${MAX_LIMIT}`,
     }),
     Transform(({ value }) => {
       const limit = readDigits(value);

@@ -1,4 +1,4 @@
-import { REDACTED, redactKeys, redactMessage, redactUrl } from './log-redaction.js';
+import { REDACTED, redactKeys, redactUrl } from './log-redaction.js';
 
 const KEY = 'ack_1a2b3c4d_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfG';
 
@@ -19,16 +19,5 @@ describe('log redaction', () => {
     );
     expect(redactUrl(`/me?q=${KEY}&${KEY}`)).toBe(`/me?q=${REDACTED}&${REDACTED}`);
     expect(redactUrl('/webhooks?limit=5')).toBe('/webhooks?limit=5');
-  });
-
-  it('censors credential-named headers and key-shaped text in the others, leaving the original alone', () => {
-    const headers = { 'x-api-key': KEY, cookie: 'a=b', 'x-note': `see ${KEY}`, accept: 'application/json' };
-    const message = { url: `/webhooks/${KEY}`, headers, query: { token: 'x', q: KEY, limit: '5' } };
-    expect(redactMessage(message)).toEqual({
-      url: `/webhooks/${REDACTED}`,
-      headers: { 'x-api-key': REDACTED, cookie: REDACTED, 'x-note': `see ${REDACTED}`, accept: 'application/json' },
-      query: { token: REDACTED, q: REDACTED, limit: '5' },
-    });
-    expect(headers['x-api-key']).toBe(KEY);
   });
 });

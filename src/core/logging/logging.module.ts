@@ -8,7 +8,7 @@ import type { Options } from 'pino-http';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { requestRoute } from '../http/request-route.js';
-import { redactKeys, redactMessage, redactUrl } from './log-redaction.js';
+import { redactKeys, redactUrl } from './log-redaction.js';
 import { prettyTransport } from './pretty-transport.js';
 
 /** Where log lines go; undefined = stdout. Tests override it to read the lines. */
@@ -51,13 +51,35 @@ function levelWithin(threshold: string): (req: HttpRequest, res: ServerResponse)
   };
 }
 
-const requestLine = (req: HttpRequest, res: ServerResponse) =>
-  `${req.method} ${redactUrl(req.originalUrl ?? req.url ?? '')} ${res.writableFinished ? res.statusCode : 'aborted by the client'}`;
+const UNKNOWN = null; // a field the request does not have (no workspace before authentication, say)
+const USER_AGENT_MAX = 256;
 
-const endProps = (req: HttpRequest, res: ServerResponse) =>
-  res.headersSent
-    ? { route: requestRoute(req as Request), ...(req.workspace ? { workspaceId: req.workspace.id } : {}) }
-    : {};
+function bytesSent(res: ServerResponse): number | null {
+  const length = res.getHeader('content-length');
+  return length === undefined ? UNKNOWN : Number(length);
+}
+
+/**
+ * The request's line: what an operator reads, the same fields at every level. No headers and no body:
+ * the path and the user agent are the only texts a client chooses, and each has its credentials censored.
+ */
+function requestFields(req: HttpRequest, res: ServerResponse, responseTime: number): Record<string, unknown> {
+  const userAgent = req.headers['user-agent'];
+  return {
+    method: req.method,
+    route: res.headersSent ? requestRoute(req as Request) : UNKNOWN,
+    path: redactUrl(req.originalUrl ?? req.url ?? ''),
+    status: res.writableFinished ? res.statusCode : UNKNOWN,
+    responseTime,
+    workspaceId: req.workspace?.id ?? UNKNOWN,
+    remoteAddress: req.ip ?? req.socket.remoteAddress ?? UNKNOWN,
+    userAgent: userAgent === undefined ? UNKNOWN : redactKeys(userAgent.slice(0, USER_AGENT_MAX)),
+    bytes: bytesSent(res),
+  };
+}
+
+const requestMessage = (req: HttpRequest, res: ServerResponse) =>
+  `${req.method} ${res.headersSent ? requestRoute(req as Request) : '(no response)'} ${res.writableFinished ? res.statusCode : 'aborted by the client'}`;
 
 /** pino-http's options: one JSON line per request once it ends, credentials censored wherever they appear. */
 function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
@@ -68,22 +90,20 @@ function loggerParams(config: AppConfig, destination?: DestinationStream): Param
     // Any field named `secret` (a webhook's signing secret) is never written.
     redact: { paths: ['secret', '*.secret', '*.*.secret'], censor: '[Redacted]' },
     ...(transport ? { transport } : { formatters: { level: (label: string) => ({ level: label }) } }),
-    // The request's params are the logging middleware's own wildcard (`splat`): `route` says more.
-    serializers: { req: ({ params: _params, ...req }) => redactMessage(req), res: redactMessage },
     genReqId: requestId,
     customLogLevel: levelWithin(config.logLevel),
-    // The route and the workspace are known only at the end: added to the request's line there, not bound
-    // with customProps (which makes two more child loggers per request, each serializing its bindings).
-    customSuccessObject: (req, res, line: Record<string, unknown>) => ({ ...line, ...endProps(req, res) }),
-    customSuccessMessage: (req, res, responseTime) => `${requestLine(req, res)} ${responseTime}ms`,
-    customErrorMessage: (req, res) => requestLine(req, res),
-    // The error pino-http makes up for a 5xx is only its status: its stack says nothing.
-    customErrorObject: (req, res, error, line: Record<string, unknown>) => ({
-      ...line,
-      ...endProps(req, res),
-      err: undefined,
-      error: error.message,
-    }),
+    // Every line written during a request carries its id (`reqId`), and nothing else of the request: the
+    // request's own line is built at its end from requestFields, so the request and response objects are
+    // never serialized (pino-http binds `req` to a logger it then leaves unused: serialized to nothing).
+    quietReqLogger: true,
+    quietResLogger: true,
+    wrapSerializers: false,
+    serializers: { req: () => undefined, err: pino.stdSerializers.err },
+    customSuccessObject: (req, res, line: { responseTime: number }) => requestFields(req, res, line.responseTime),
+    customSuccessMessage: requestMessage,
+    // The error pino-http makes up for a 5xx is only its status; the cause is logged by the exception filter.
+    customErrorObject: (req, res, _error, line: { responseTime: number }) => requestFields(req, res, line.responseTime),
+    customErrorMessage: requestMessage,
   };
   return { pinoHttp: (destination ? [options, destination] : options) as Params['pinoHttp'] };
 }

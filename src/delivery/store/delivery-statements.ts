@@ -1,5 +1,6 @@
 import { DatabaseLock } from '../../core/database/database-lock.js';
 import { prepared, type PreparedStatement } from '../../core/database/prepared.js';
+import { filterMatches, submissionDocument } from '../../submissions/submission-filter.js';
 import { TRANSITIONS } from './delivery-lifecycle.js';
 
 /*
@@ -12,6 +13,20 @@ import { TRANSITIONS } from './delivery-lifecycle.js';
 const list = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
 
 // --- create: a submission and its outbox (POST .../submissions, the hottest write) ---
+
+/**
+ * The Submission its webhooks' filters see, from the statement's parameters as the payload will show them;
+ * a scalar sub-select, so Postgres builds it once per statement, and only when a webhook has a filter.
+ */
+const SUBMISSION_DOCUMENT = `(SELECT ${submissionDocument({
+  id: '$1::varchar',
+  createdAt: '$4::timestamptz',
+  updatedAt: '$4::timestamptz',
+  calculatorId: '$2::varchar',
+  finished: '$5::boolean',
+  data: '$6::jsonb',
+  meta: '$7::jsonb',
+})})`;
 
 /**
  * SQL because only a data-modifying CTE makes it one statement, so one atomic write in one round trip:
@@ -33,15 +48,23 @@ const list = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join
  * submission holds (SKIP LOCKED), else a new one (0 for the first, then this connection's among 1..15;
  * ON CONFLICT cannot skip a lock, so it may wait, rarely). Locks are always taken calculator row first
  * (the shard lookup waits for `calc`), then one shard, so submissions and removals cannot deadlock.
+ *
+ * Filters (DESIGN 11): a webhook with a filter gets a delivery only when the submission `passes` it
+ * (jsonb_path_match, silent: an error is no match); ids are still made for every bound webhook, so a
+ * held-back submission never costs a second round trip. Its counts go to webhook_filter_counters rows
+ * keyed by the calculator shard this submission holds (from `bumped` or `added`), so no two submissions
+ * under way write the same row, and by the filter's version, so a new filter's counts start from zero.
  */
 export const SUBMISSION_WITH_OUTBOX = prepared(
   'submission_insert_with_outbox',
   `
   WITH bound AS (
-    SELECT w.id, w.url, w.disabled_at, w.retry_schedule, row_number() OVER (ORDER BY w.id) AS n
+    SELECT w.id, w.url, w.disabled_at, w.retry_schedule, row_number() OVER (ORDER BY w.id) AS n,
+           w.filter_version, w.filter IS NOT NULL AS filtered,
+           ${filterMatches(SUBMISSION_DOCUMENT, 'w.filter::jsonpath')} AS passes
     FROM webhook_calculators wc
     CROSS JOIN LATERAL (
-      SELECT w.id, w.url, w.disabled_at, w.retry_schedule FROM webhooks w
+      SELECT w.id, w.url, w.disabled_at, w.retry_schedule, w.filter, w.filter_version FROM webhooks w
       JOIN webhook_triggers t ON t.webhook_id = w.id AND t.type = 'newSubmission'
       WHERE w.id = wc.webhook_id AND w.removed_at IS NULL AND w.workspace_id = $3
       OFFSET 0
@@ -58,6 +81,7 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
     UPDATE calculator_submission_counters k
     SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, $4)
     FROM free_shard f WHERE k.calculator_id = $2 AND k.shard = f.shard
+    RETURNING k.shard
   ), added AS (
     INSERT INTO calculator_submission_counters AS k (calculator_id, shard, count, last_submission_at)
     SELECT id, CASE WHEN EXISTS (SELECT FROM calculator_submission_counters e WHERE e.calculator_id = calc.id)
@@ -65,6 +89,14 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
     FROM calc WHERE NOT EXISTS (SELECT FROM free_shard)
     ON CONFLICT (calculator_id, shard) DO UPDATE
       SET count = k.count + 1, last_submission_at = greatest(k.last_submission_at, EXCLUDED.last_submission_at)
+    RETURNING k.shard
+  ), filter_counts AS (
+    INSERT INTO webhook_filter_counters AS c (webhook_id, filter_version, calculator_id, shard, passed, held_back)
+    SELECT b.id, b.filter_version, $2, s.shard, b.passes::int, (NOT b.passes)::int
+    FROM bound b CROSS JOIN (SELECT shard FROM bumped UNION ALL SELECT shard FROM added) s
+    WHERE b.filtered
+    ON CONFLICT (webhook_id, filter_version, calculator_id, shard) DO UPDATE
+      SET passed = c.passed + EXCLUDED.passed, held_back = c.held_back + EXCLUDED.held_back
   ), sub AS (
     INSERT INTO submissions (id, workspace_id, calculator_id, finished, data, meta, created_at, updated_at)
     SELECT $1, $3, calc.id, $5, $6, $7, $4, $4 FROM calc
@@ -79,6 +111,7 @@ export const SUBMISSION_WITH_OUTBOX = prepared(
            CASE WHEN b.disabled_at IS NOT NULL THEN $4::timestamptz END
     FROM sub CROSS JOIN bound b
     JOIN unnest($8::varchar[]) WITH ORDINALITY AS d(id, n) ON d.n = b.n
+    WHERE b.passes
     RETURNING id, host, status
   )
   SELECT (SELECT count(*) FROM sub)::int AS created,
