@@ -36,8 +36,11 @@ export class HostMetrics {
       ['host'],
       (g, h) => g.set({ host: h.host }, h.limit),
     );
-    gauge('webhook_host_in_flight', 'Attempts in flight to a host (its drain\'s, as last saved), by host', ['host'], (g, h) =>
-      g.set({ host: h.host }, h.inFlight),
+    gauge(
+      'webhook_host_in_flight',
+      "Attempts in flight to a host (its drain's, as last saved), by host",
+      ['host'],
+      (g, h) => g.set({ host: h.host }, h.inFlight),
     );
     gauge(
       'webhook_host_limit_last_change_timestamp_seconds',

@@ -3,14 +3,7 @@ import { EventEmitter } from 'node:events';
 import { loadConfig } from '../config/config.js';
 import { RedisClients, type RedisConnectionName } from './redis.module.js';
 
-const NAMES: RedisConnectionName[] = [
-  'rate-limit',
-  'health',
-  'queue',
-  'worker',
-  'maintenance',
-  'admission',
-];
+const NAMES: RedisConnectionName[] = ['rate-limit', 'health', 'queue', 'worker', 'maintenance', 'admission'];
 
 describe('RedisClients', () => {
   const clients = new RedisClients(loadConfig({ NODE_ENV: 'test', REDIS_URL: 'redis://127.0.0.1:6390' }));
