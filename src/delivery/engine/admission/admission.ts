@@ -151,12 +151,7 @@ export class HostAdmission {
         this.state = { ...this.state, openUntil: 0, cooldownMs: 0 };
         changed = true;
       }
-    } else if (
-      // A host that keeps timing out or refusing connections is paused.
-      ((signal === 'timeout' && !excused) || signal === 'refused') &&
-      this.breaker.threshold > 0 &&
-      this.pausedUntil(now) === 0
-    ) {
+    } else if (signal === 'timeout' && !excused && this.breaker.threshold > 0 && this.pausedUntil(now) === 0) {
       if (++this.timeouts >= this.breaker.threshold || this.state.openUntil > 0) return this.pause(now);
     }
     return this.sample(signal, latencyMs, startedAt, excused, now) || changed;
