@@ -98,8 +98,9 @@ describe('worker process (dist/worker.js)', () => {
     );
     const received = new Set(receiver.requests.map((r) => r.headers['webhook-id']));
     for (const d of final) expect(received.has(d.id)).toBe(true);
-    // At-least-once: a duplicate can only be an attempt the killed worker had in flight.
-    expect(receiver.requests.length - received.size).toBeLessThanOrEqual(5);
+    // At-least-once: a duplicate can only be an attempt the killed worker had in flight (5 sockets) or had
+    // answered and not yet recorded (records go to Postgres in batches, every 20 ms at most).
+    expect(receiver.requests.length - received.size).toBeLessThanOrEqual(10);
   }, 120_000);
 
   it('on SIGTERM finishes attempts in flight, starts no new ones, and exits 0', async () => {

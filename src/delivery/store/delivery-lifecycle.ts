@@ -8,8 +8,8 @@ import type { DeliveryStatus } from '../delivery.entity.js';
  *   (new) -> pending | skipped             create    a submission's outbox row, or a test event
  *   pending (due) -> picked                pick      a host's drain chooses it (reads only)
  *   pending -> in flight                   claim     a worker leases it for one attempt, once due
- *   in flight, lease run out -> pending    claim     its attempt logged with an unknown outcome
- *                              | failed              (the last attempt ends it failed)
+ *   in flight, lease run out -> pending    claim     its attempt logged with an unknown outcome, not
+ *                                                    counted against the schedule
  *   pending -> cancelled | skipped         claim     its webhook was removed | disabled meanwhile
  *   in flight -> succeeded | failed        record    the attempt's outcome
  *   in flight -> pending                   record    failed, retried at next_attempt_at

@@ -35,14 +35,12 @@ BEGIN
   PERFORM pg_advisory_lock_shared({{DatabaseLock.WebhookFence}}, hashtext(l.w))
   FROM unnest(v_webhooks) WITH ORDINALITY AS l(w, n) ORDER BY l.n;
   -- A lease that ran out was a worker's that stopped before recording its attempt, which the receiver may
-  -- have got: that attempt is logged now, its outcome unknown, and counted (the last one ends the
-  -- delivery failed). The row lock makes it once: a second claim re-reads lease_until as NULL.
+  -- have got: that attempt is logged now, its outcome unknown. It is not counted against the schedule (it
+  -- may never have gone out), so the delivery keeps the attempts it had left. The row lock makes it once:
+  -- a second claim re-reads lease_until as NULL.
   WITH stale AS (
-    UPDATE deliveries d SET attempt_count = d.attempt_count + 1, lease_until = NULL,
-      status = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN 'failed' ELSE d.status END,
-      next_attempt_at = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN NULL ELSE d.next_attempt_at END,
-      completed_at = CASE WHEN d.attempt_count + 1 >= d.max_attempts THEN clock_timestamp() END,
-      last_attempt_at = o.next_attempt_at, last_status_code = NULL, last_error = o.error,
+    UPDATE deliveries d SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
+      lease_until = NULL, last_attempt_at = o.next_attempt_at, last_status_code = NULL, last_error = o.error,
       updated_at = clock_timestamp()
     FROM (SELECT x.id, x.created_at, x.lease_until, x.next_attempt_at,
                  'The worker sending this attempt stopped before recording its outcome; the receiver may have got it'::text AS error
