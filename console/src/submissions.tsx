@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useLayoutEffect, useState } from 'preact/hooks';
 import { allCalculators, api, type Calculator, type Submission, type WebhookSettings } from './api.js';
 import { time } from './format.js';
 import { Writable } from './portal.js';
@@ -76,7 +76,9 @@ export function FilterSection({
   const action = useAction();
   const s = settings.data;
 
-  useEffect(() => setText(s?.filter ?? ''), [s]);
+  // Before the page is painted, and the box is editable only once the settings are in: a filter typed
+  // meanwhile would be replaced by the saved one.
+  useLayoutEffect(() => setText(s?.filter ?? ''), [s]);
 
   const test = () =>
     action.run(async () => {
@@ -117,6 +119,7 @@ export function FilterSection({
         maxLength={1000}
         spellcheck={false}
         value={text}
+        disabled={!s}
         onInput={(e) => setText(e.currentTarget.value)}
       />
       {calculators.length > 1 && (
