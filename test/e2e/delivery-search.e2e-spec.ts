@@ -156,10 +156,18 @@ describe('delivery search (GET /deliveries)', () => {
         0,
       );
     const [code, codeClass, submission, status, since] = plans;
-    const seqScanOfRows = /Seq Scan[^\n]*actual rows=[1-9]/; // an empty partition's is free
+    // Rows each sequential scan read: a partition of a few rows may be read whole (the week's just begun,
+    // when the log straddles Monday 00:00 UTC), never one holding the log.
+    const seqScanReads = (plan: string) =>
+      plan.split(/\n(?=\s*->)/).flatMap((node) => {
+        const scan = /Seq Scan[^\n]*actual rows=(\d+) loops=(\d+)/.exec(node);
+        if (!scan) return [];
+        const removed = /Rows Removed by Filter: (\d+)/.exec(node);
+        return [Number(scan[1]) * Number(scan[2]) + Number(removed?.[1] ?? 0)];
+      });
     for (const plan of plans) {
       expect(plan).toMatch(/Index Scan/);
-      expect(plan).not.toMatch(seqScanOfRows);
+      for (const reads of seqScanReads(plan)) expect(reads).toBeLessThan(1_000);
     }
     // A class, a status, a time: the log's order straight from the index, a page's worth of rows read.
     for (const plan of [codeClass, status, since]) expect(visited(plan)).toBeLessThan(1_000);
@@ -167,7 +175,8 @@ describe('delivery search (GET /deliveries)', () => {
     // An exact code is a filter within its class: at most the class's index entries are read (the planner
     // may sort those when they are few, as here).
     expect(code).toMatch(STATUS_CODE_INDEX);
-    expect(visited(code)).toBeLessThanOrEqual((ROWS * 3) / CODES.length);
+    const indexReads = (plan: string) => visited(plan) - seqScanReads(plan).reduce((sum, n) => sum + n, 0);
+    expect(indexReads(code)).toBeLessThanOrEqual((ROWS * 3) / CODES.length);
     expect(submission).toMatch(/_submission_id_idx|deliveries_submission_idx/);
   });
 });
