@@ -56,8 +56,7 @@ const FIELDS = [
 const SAVE_HOST = `
   local now, lane, base = tonumber(ARGV[1]), ARGV[4], ARGV[5]
   local v = {}
-  for i, name in ipairs({ 'limit', 'minrtt', 'minrtt_load', 'ceiling', 'reason', 'changed_at', 'open_until',
-                          'cooldown', 'inflight', 'lanes' }) do v[name] = ARGV[5 + i] end
+  for i, name in ipairs({ ${FIELDS.map((name) => `'${name}'`).join(', ')} }) do v[name] = ARGV[5 + i] end
   local cur = redis.call('HMGET', KEYS[1], 'limit', 'open_until')
   local stored, storedOpen = tonumber(cur[1]), tonumber(cur[2] or '0') or 0
   local out = {}

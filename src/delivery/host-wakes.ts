@@ -120,18 +120,13 @@ export class HostWakes {
   /** As wake, but throws when Redis does not take them (the sweeper stops its pass then). */
   async wakeOrThrow(wakes: Wake[]): Promise<void> {
     if (wakes.length === 0) return;
-    const byShard = new Map<number, Wake[]>();
-    for (const wake of wakes) {
-      const shard = this.layout.shardOf(wake.host);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), wake]);
-    }
     const attributes = { 'messaging.destination.name': DELIVERY_QUEUE, 'messaging.batch.message_count': wakes.length };
     await inSpan(
       'delivery.wake',
       attributes,
       () =>
         withTimeout(
-          Promise.all([...byShard].flatMap(([shard, list]) => list.map((wake) => this.batches[shard].add(wake)))),
+          Promise.all(wakes.map((wake) => this.batches[this.layout.shardOf(wake.host)].add(wake))),
           WAKE_TIMEOUT_MS,
         ),
       { kind: SpanKind.PRODUCER },

@@ -224,7 +224,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       const left = busy.get(delivery.webhook_id)! - 1;
       if (left > 0) busy.set(delivery.webhook_id, left);
       else busy.delete(delivery.webhook_id);
-      const signal = send && !send.unsent ? signalOf(send) : 'other';
+      const signal = send?.unsent ? 'other' : signalOf(send);
       const latencyMs = send ? this.admission.latencyOf(send) : 0;
       if (admission.answered({ signal, latencyMs, startedAt })) drain.dirty = true;
       this.saveSoon(drain);
@@ -312,12 +312,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       drain.dirty = true;
       void this.wakes.addLanes(host, admission.lanes).catch(() => undefined);
     }
-    if (!drain.dirty && admission.lanes === 1 && lane === 0) return;
+    // Alone at its host, a drain only saves; a lane also takes what the others saved.
+    const shared = lane > 0 || admission.lanes > 1;
+    if (!drain.dirty && !shared) return;
     drain.savedAt = now;
     const saved = drain.dirty ? this.save(drain) : Promise.resolve();
     drain.dirty = false;
     const failed = (error: Error) => this.logger.debug(`Host ${host}'s state not shared: ${error.message}`);
-    if (admission.lanes === 1 && lane === 0) return void saved.catch(failed);
+    if (!shared) return void saved.catch(failed);
     void saved
       .then(() => this.states.load(host))
       .then((stored) => {
