@@ -166,7 +166,9 @@ describe('delivery search (GET /deliveries)', () => {
         return [Number(scan[1]) * Number(scan[2]) + Number(removed?.[1] ?? 0)];
       });
     for (const plan of plans) {
-      expect(plan).toMatch(/Index Scan/);
+      // Only partitions of a few rows may be read without an index (the `since` search just after Monday
+      // 00:00 UTC reads the new week's two rows and nothing else).
+      if (!/Index Scan/.test(plan)) expect(Math.max(...seqScanReads(plan))).toBeLessThan(100);
       for (const reads of seqScanReads(plan)) expect(reads).toBeLessThan(1_000);
     }
     // A class, a status, a time: the log's order straight from the index, a page's worth of rows read.
