@@ -1,6 +1,6 @@
 // Writes BENCHMARKS.md again from bench/results/latest.json (the last full run), e.g. after a change
 // to how the report is laid out: `node bench/render.mjs`. The figures are the run's, unchanged.
-// `node bench/render.mjs bench/results/partial-<id>.json ...` puts the engine phases (and latency) of
+// `node bench/render.mjs bench/results/partial-<id>.json ...` puts the engine phases (latency, filters) of
 // those partial runs, the later file winning, in place of the full run's (search kept), and says so in
 // the file: how the engine is measured after it changed, without a full run on a shared machine.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,12 @@ if (partials.length > 0) {
   results.enginePartials = partials.map(({ path, run }) => {
     const phases = Object.keys(run.engine ?? {}).filter((key) => key !== 'settings');
     Object.assign(results.engine, run.engine);
+    if (run.filters) {
+      results.filters = { ...results.filters, ...run.filters };
+      phases.push(
+        ...Object.keys(run.filters).map((key) => (key === 'list' ? 'submissions-list' : 'submissions-filters')),
+      );
+    }
     if (run.delivery?.latency) {
       results.delivery.latency = run.delivery.latency;
       phases.push('latency');

@@ -101,6 +101,31 @@ describe('host drains, with the sweeper out of the way (a lost wake would lose i
     expect(delivery.attempts[0].error).toMatch(/stopped before recording its outcome/);
   });
 
+  it('misses no answer that comes while the drain looks at the mark: the next delivery goes at once', async () => {
+    // One at a time (maxInFlight 1), answered after 150 ms; the drain looks at the mark after 100 ms and
+    // that look is made to take 300 ms, so the answer comes during it. Nothing else would wake the drain.
+    const receiver = await env.startReceiver(() => ({ status: 200, delayMs: 150 }));
+    const { api, calculator, webhook } = await setupWebhook(env.t, receiver.url);
+    expect((await api.patch(`/webhooks/${webhook.id}`, { maxInFlight: 1 })).status).toBe(200);
+    const wakes = env.t.app.get(HostWakes);
+    const queue = wakes.queueOf(destinationOf(receiver.url));
+    const takeRewake = wakes.takeRewake.bind(wakes);
+    wakes.takeRewake = async (host: string) => {
+      await pause(300);
+      return takeRewake(host);
+    };
+    await queue.pause();
+    try {
+      await submit(api, calculator.id);
+      await submit(api, calculator.id);
+      await queue.resume();
+      await waitFor(() => receiver.requests.length === 2, 5_000, 'the second delivery');
+    } finally {
+      wakes.takeRewake = takeRewake;
+      await queue.resume();
+    }
+  });
+
   it('keeps nothing in Redis per pending delivery: a host that is down with hundreds waiting has one wake', async () => {
     const receiver = await env.startReceiver(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
     const { api, calculator, webhook } = await setupWebhook(env.t, receiver.url);

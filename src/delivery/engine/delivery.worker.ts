@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../../core/config/config.js';
 import { APP_CONFIG } from '../../core/config/config.module.js';
 import { closeWorker } from '../../core/redis/close-worker.js';
+import { Signal } from '../../core/signal.js';
 import { QueueLayout } from '../../core/redis/queue-layout.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
 import { HostStates } from '../host-state.js';
@@ -26,21 +27,6 @@ const SAVE_EVERY_MS = 100;
 // Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
 const LANES_LOOK_MS = 1_000;
 
-/** Wakes whoever waits for the next answer; a drain checks its state, then waits, with no await between. */
-class Signal {
-  private waiters: (() => void)[] = [];
-
-  next(): Promise<void> {
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
-  fire(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
-  }
-}
-
 /** One drain of one host (or of one lane of it): what it holds while its job runs. */
 interface Drain {
   host: string;
@@ -52,6 +38,7 @@ interface Drain {
   attempting: Set<string>;
   /** Per webhook, the due time of the last delivery picked (HOST_PICK's scan starts there). */
   after: Map<string, Date>;
+  /** Answers so far; a wait names the count it acted on (Signal). */
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
   retryAt: number;
@@ -145,7 +132,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     } finally {
       // Every attempt here is answered within its timeout, and the next drain must not find one still out;
       // their records need no host (a slow record would stall it): they finish on their own.
-      while (drain.admission.inFlight > 0) await this.waitForAnswer(drain, Infinity);
+      while (drain.admission.inFlight > 0) await this.waitForAnswer(drain, Infinity, drain.answered.count);
       drain.ended = true;
       await this.save(drain).catch((error: Error) =>
         this.logger.debug(`Host ${host}'s state not saved: ${error.message}`),
@@ -157,9 +144,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private async run(drain: Drain): Promise<void> {
     const { admission } = drain;
     for (;;) {
+      // What follows acts on the state as of now: an answer from here on wakes the waits below.
+      const seen = drain.answered.count;
       if (this.closing || drain.retired || admission.pausedUntil()) {
         if (admission.inFlight === 0) return;
-        await this.waitForAnswer(drain, Infinity);
+        await this.waitForAnswer(drain, Infinity, seen);
         continue;
       }
       const share = this.admission.share;
@@ -185,7 +174,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       if (admission.inFlight > 0) {
         // Until an answer frees room, or (with room) a delivery is made due here meanwhile.
         let woken: 'answer' | 'retry' | 'timeout';
-        while ((woken = await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity)) === 'timeout') {
+        while ((woken = await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity, seen)) === 'timeout') {
           if (this.closing || (await this.marked(drain))) break;
         }
         // A fast host's answers come in bursts: a moment's wait lets one pick fill what several freed.
@@ -273,11 +262,11 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     admission.base = await this.states.save(host, admission.stored(), lane, admission.base);
   }
 
-  /** Waits for an answer, the drain's own next retry falling due, or `ms`. */
-  private async waitForAnswer(drain: Drain, ms: number): Promise<'answer' | 'retry' | 'timeout'> {
+  /** Waits for an answer after the `seen`th (at once when one came since), the drain's own next retry falling due, or `ms`. */
+  private async waitForAnswer(drain: Drain, ms: number, seen: number): Promise<'answer' | 'retry' | 'timeout'> {
     const toRetry = Math.max(0, drain.retryAt - Date.now());
     const until = Math.min(ms, toRetry);
-    const waits: Promise<'answer' | 'retry' | 'timeout'>[] = [drain.answered.next().then(() => 'answer' as const)];
+    const waits: Promise<'answer' | 'retry' | 'timeout'>[] = [drain.answered.after(seen).then(() => 'answer' as const)];
     const controller = new AbortController();
     if (until !== Infinity) {
       const timer = sleep(until, undefined, { signal: controller.signal });

@@ -1,3 +1,5 @@
+import { Signal } from '../../../core/signal.js';
+
 /**
  * One workspace's share of a worker's sockets (WORKER_CONCURRENCY). A workspace may always hold a quarter
  * of them; beyond that it may take more only while another quarter stays free, so a workspace with many
@@ -9,7 +11,7 @@ export class WorkerShare {
   private readonly held = new Map<string, number>();
   private total = 0;
   private readonly quarter: number;
-  private waiters: (() => void)[] = [];
+  private readonly returned = new Signal();
 
   constructor(private readonly slots: number) {
     this.quarter = Math.max(1, Math.ceil(slots / 4));
@@ -35,9 +37,7 @@ export class WorkerShare {
     if (mine <= 1) this.held.delete(workspaceId);
     else this.held.set(workspaceId, mine - 1);
     this.total--;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+    this.returned.fire();
   }
 
   /** The workspaces that may take no more now. */
@@ -48,7 +48,7 @@ export class WorkerShare {
 
   /** Resolves once a socket comes back. */
   freed(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return this.returned.after();
   }
 
   private allows(workspaceId: string): boolean {
