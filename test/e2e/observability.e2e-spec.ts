@@ -216,6 +216,17 @@ describe('observability', () => {
       const { webhook, submit } = await setupWebhook();
       await submit();
       await waitFor(async () => (await metric('webhook_delivery_queue_jobs', { state: 'delayed' })) >= 1, 5000);
+      // The drain leaves once the answer is in; the attempt's record (its retry an hour away) may come after.
+      await waitFor(
+        async () =>
+          (
+            (await t.dataSource.query(`SELECT 1 FROM deliveries WHERE webhook_id = $1 AND attempt_count = 1`, [
+              webhook.id,
+            ])) as unknown[]
+          ).length === 1,
+        5000,
+        'the recorded attempt',
+      );
       expect(await metric('webhook_delivery_queue_jobs', { state: 'waiting' })).toBe(0);
       expect(await metric('webhook_delivery_queue_jobs', { state: 'active' })).toBe(0);
       expect(await metric('webhook_delivery_oldest_pending_age_seconds')).toBe(0);
