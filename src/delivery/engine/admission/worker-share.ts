@@ -1,16 +1,17 @@
+import { Signal } from '../../../core/signal.js';
+
 /**
  * One workspace's share of a worker's sockets (WORKER_CONCURRENCY). A workspace may always hold a quarter
  * of them; beyond that it may take more only while another quarter stays free, so a workspace with many
  * slow or dead receivers never leaves the others without a socket. Per worker process, across its drains:
  * a drain leaves the workspaces at their share out of its pick (`full`), and its attempts take and give
- * back a socket each; drains that find every socket taken wait in `line`, woken one per socket that comes back.
+ * back a socket each; `freed` tells waiting drains that one came back.
  */
 export class WorkerShare {
   private readonly held = new Map<string, number>();
   private total = 0;
   private readonly quarter: number;
-  /** Drains waiting for a socket, in turn: each socket that comes back wakes the first. */
-  private readonly waiting = new Set<() => void>();
+  private readonly returned = new Signal();
 
   constructor(private readonly slots: number) {
     this.quarter = Math.max(1, Math.ceil(slots / 4));
@@ -36,7 +37,7 @@ export class WorkerShare {
     if (mine <= 1) this.held.delete(workspaceId);
     else this.held.set(workspaceId, mine - 1);
     this.total--;
-    this.passOn();
+    this.returned.fire();
   }
 
   /** The workspaces that may take no more now. */
@@ -45,21 +46,9 @@ export class WorkerShare {
     return [...this.held.keys()].filter((workspaceId) => !this.allows(workspaceId));
   }
 
-  /** A place in line for a socket: `promise` resolves at this drain's turn; `leave` once done waiting. */
-  line(): { promise: Promise<void>; leave: () => void } {
-    let wake!: () => void;
-    const promise = new Promise<void>((resolve) => (wake = resolve));
-    this.waiting.add(wake);
-    return { promise, leave: () => this.waiting.delete(wake) };
-  }
-
-  /** Wakes the first drain in line, when a socket is free for it. */
-  passOn(): void {
-    if (this.free <= 0) return;
-    const [first] = this.waiting;
-    if (!first) return;
-    this.waiting.delete(first);
-    first();
+  /** Resolves once a socket comes back. */
+  freed(): Promise<void> {
+    return this.returned.after();
   }
 
   private allows(workspaceId: string): boolean {
