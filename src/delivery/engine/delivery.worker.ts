@@ -34,6 +34,8 @@ interface Drain {
   admission: HostAdmission;
   /** Webhook -> its attempts in flight here, for its cap. */
   busy: Map<string, number>;
+  /** Picked and not started yet: this worker's sockets were taken. Started before anything is picked again. */
+  ready: PickedDelivery[];
   /** Deliveries with an attempt under way here: a pick before its claim leases it may return it again. */
   attempting: Set<string>;
   /** Per webhook, the due time of the last delivery picked (HOST_PICK's scan starts there). */
@@ -114,6 +116,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       lane,
       admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
+      ready: [],
       attempting: new Set(),
       after: new Map(),
       answered: new Signal(),
@@ -143,33 +146,39 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async run(drain: Drain): Promise<void> {
     const { admission } = drain;
+    const share = this.admission.share;
     for (;;) {
       // What follows acts on the state as of now: an answer from here on wakes the waits below.
       const seen = drain.answered.count;
       if (this.closing || drain.retired || admission.pausedUntil()) {
+        drain.ready = [];
         if (admission.inFlight === 0) return;
         await this.waitForAnswer(drain, Infinity, seen);
         continue;
       }
-      const share = this.admission.share;
-      const room = Math.min(admission.room(), share.free);
-      const fullWorkspaces = share.full();
-      let started = 0;
-      let picked: PickedDelivery[] = [];
-      if (room > 0) {
-        picked = await this.store.pick({
+      // The host's room is picked whole; what this worker's sockets cannot take now waits in `ready`, started
+      // as sockets come back with no pick in between (a pick per socket would cost Postgres more than the send).
+      const room = admission.room();
+      let fullWorkspaces = false;
+      if (drain.ready.length === 0 && room > 0 && share.free > 0) {
+        const full = share.full();
+        fullWorkspaces = full.length > 0;
+        drain.ready = await this.store.pick({
           host: drain.host,
           room,
           busy: drain.busy,
           defaultCap: this.admission.defaultCap,
-          fullWorkspaces,
+          fullWorkspaces: full,
           lane: drain.lane,
           lanes: admission.lanes,
           after: drain.after,
         });
-
-        for (const delivery of picked) if (this.start(drain, delivery)) started++;
-        if (started === room) continue; // more may be due: pick again while there is room
+      }
+      const started = this.startReady(drain);
+      if (room > 0 && started === room) continue; // all it picked went out, and more may be due: pick again
+      if (drain.ready.length > 0) {
+        await this.waitForSocket(drain, seen);
+        continue;
       }
       if (admission.inFlight > 0) {
         // Until an answer frees room, or (with room) a delivery is made due here meanwhile.
@@ -181,14 +190,46 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         if (woken === 'answer' && admission.room() < Math.max(2, admission.limit / 4)) await sleep(1);
         continue;
       }
-      // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (their
-      // workspaces' share, held by other drains here), which one coming back may let through.
+      // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (all taken, or
+      // their workspaces at their share), which one coming back may let through.
       const blocked =
-        started < picked.length ||
         share.free === 0 ||
-        (fullWorkspaces.length > 0 && ((await this.store.nextDue(drain.host))?.getTime() ?? Infinity) <= Date.now());
+        (fullWorkspaces && ((await this.store.nextDue(drain.host))?.getTime() ?? Infinity) <= Date.now());
       if (!blocked) return;
-      await Promise.race([share.freed(), sleep(BLOCKED_LOOK_MS)]);
+      await this.waitForSocket(drain, seen);
+    }
+  }
+
+  /** Starts what the drain picked, as far as the host's room and this worker's sockets allow; keeps the rest. */
+  private startReady(drain: Drain): number {
+    const kept: PickedDelivery[] = [];
+    let started = 0;
+    for (const delivery of drain.ready) {
+      if (drain.attempting.has(delivery.id)) continue; // under way here already (picked again before its claim)
+      if (drain.admission.room() > 0 && this.start(drain, delivery)) started++;
+      else kept.push(delivery);
+    }
+    drain.ready = kept;
+    // Sockets this drain could not use (its workspace at its share) go to the next drain in line.
+    if (this.admission.share.free > 0) this.admission.share.passOn();
+    return started;
+  }
+
+  /**
+   * With every socket of this worker taken, waits in line for one (drains take them in turn, one per socket
+   * that comes back, so a thousand waiting hosts do not all wake for each); otherwise (a workspace at its
+   * share) looks again shortly. An answer to this drain's own attempts wakes it either way.
+   */
+  private async waitForSocket(drain: Drain, seen: number): Promise<void> {
+    const share = this.admission.share;
+    const waits: Promise<unknown>[] = [sleep(BLOCKED_LOOK_MS)];
+    if (drain.admission.inFlight > 0) waits.push(drain.answered.after(seen));
+    const turn = share.free === 0 ? share.line() : undefined;
+    if (turn) waits.push(turn.promise);
+    try {
+      await Promise.race(waits);
+    } finally {
+      turn?.leave();
     }
   }
 
@@ -196,7 +237,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private start(drain: Drain, delivery: PickedDelivery): boolean {
     const { admission, busy } = drain;
     const share = this.admission.share;
-    if (drain.attempting.has(delivery.id) || !share.enter(delivery.workspace_id)) return false;
+    if (!share.enter(delivery.workspace_id)) return false;
     drain.attempting.add(delivery.id);
     // A webhook's deliveries are picked in due order: the next pick of it starts at this one.
     const after = drain.after.get(delivery.webhook_id);

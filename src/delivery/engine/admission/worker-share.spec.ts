@@ -18,15 +18,36 @@ describe('WorkerShare', () => {
     expect(share.enter('d')).toBe(false);
   });
 
-  it('tells the drains waiting that a socket came back', async () => {
+  it('wakes the drains waiting for a socket one at a time, in turn, one per socket that comes back', async () => {
     const share = new WorkerShare(4);
     for (let i = 0; i < 3; i++) share.enter('a');
-    let woken = false;
-    const waiting = share.freed().then(() => (woken = true));
-    expect(woken).toBe(false);
+    share.enter('b');
+    const woken: string[] = [];
+    const first = share.line();
+    const second = share.line();
+    const third = share.line();
+    void first.promise.then(() => woken.push('first'));
+    void second.promise.then(() => woken.push('second'));
+    void third.promise.then(() => woken.push('third'));
+    third.leave(); // gave up waiting (its own answer came)
     share.leave('a');
-    await waiting;
-    expect(woken).toBe(true);
+    await Promise.resolve();
+    expect(woken).toEqual(['first']);
+    share.passOn(); // the socket is still free (the first did not take it): the next in line
+    share.leave('b');
+    await Promise.resolve();
+    expect(woken).toEqual(['first', 'second']);
     expect(share.full()).toEqual([]);
+  });
+
+  it('wakes nobody while no socket is free', async () => {
+    const share = new WorkerShare(2);
+    share.enter('a');
+    share.enter('b');
+    let woken = false;
+    void share.line().promise.then(() => (woken = true));
+    share.passOn();
+    await Promise.resolve();
+    expect(woken).toBe(false);
   });
 });

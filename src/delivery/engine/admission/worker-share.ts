@@ -1,17 +1,16 @@
-import { Signal } from '../../../core/signal.js';
-
 /**
  * One workspace's share of a worker's sockets (WORKER_CONCURRENCY). A workspace may always hold a quarter
  * of them; beyond that it may take more only while another quarter stays free, so a workspace with many
  * slow or dead receivers never leaves the others without a socket. Per worker process, across its drains:
  * a drain leaves the workspaces at their share out of its pick (`full`), and its attempts take and give
- * back a socket each; `freed` tells waiting drains that one came back.
+ * back a socket each; drains that find every socket taken wait in `line`, woken one per socket that comes back.
  */
 export class WorkerShare {
   private readonly held = new Map<string, number>();
   private total = 0;
   private readonly quarter: number;
-  private readonly returned = new Signal();
+  /** Drains waiting for a socket, in turn: each socket that comes back wakes the first. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(private readonly slots: number) {
     this.quarter = Math.max(1, Math.ceil(slots / 4));
@@ -37,7 +36,7 @@ export class WorkerShare {
     if (mine <= 1) this.held.delete(workspaceId);
     else this.held.set(workspaceId, mine - 1);
     this.total--;
-    this.returned.fire();
+    this.passOn();
   }
 
   /** The workspaces that may take no more now. */
@@ -46,9 +45,21 @@ export class WorkerShare {
     return [...this.held.keys()].filter((workspaceId) => !this.allows(workspaceId));
   }
 
-  /** Resolves once a socket comes back. */
-  freed(): Promise<void> {
-    return this.returned.after();
+  /** A place in line for a socket: `promise` resolves at this drain's turn; `leave` once done waiting. */
+  line(): { promise: Promise<void>; leave: () => void } {
+    let wake!: () => void;
+    const promise = new Promise<void>((resolve) => (wake = resolve));
+    this.waiting.add(wake);
+    return { promise, leave: () => this.waiting.delete(wake) };
+  }
+
+  /** Wakes the first drain in line, when a socket is free for it. */
+  passOn(): void {
+    if (this.free <= 0) return;
+    const [first] = this.waiting;
+    if (!first) return;
+    this.waiting.delete(first);
+    first();
   }
 
   private allows(workspaceId: string): boolean {
