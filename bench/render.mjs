@@ -4,6 +4,7 @@
 // those partial runs, the later file winning, in place of the full run's (search kept), and says so in
 // the file: how the engine is measured after it changed, without a full run on a shared machine.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { FILTER_PHASE_OF } from './lib/filter-phases.mjs';
 import { evaluateTargets, loadBaseline, renderMarkdown } from './lib/report.mjs';
 
 const read = (path) => JSON.parse(readFileSync(path, 'utf8'));
@@ -21,9 +22,7 @@ if (partials.length > 0) {
     Object.assign(results.engine, run.engine);
     if (run.filters) {
       results.filters = { ...results.filters, ...run.filters };
-      phases.push(
-        ...Object.keys(run.filters).map((key) => (key === 'list' ? 'submissions-list' : 'submissions-filters')),
-      );
+      phases.push(...Object.keys(run.filters).map((key) => FILTER_PHASE_OF[key]));
     }
     if (run.delivery?.latency) {
       results.delivery.latency = run.delivery.latency;

@@ -221,16 +221,19 @@ async function listing({ db, apiUrl, log }) {
   };
 }
 
+/** The phase that writes each key of results.filters. */
+export const FILTER_PHASE_OF = { submissions: 'submissions-filters', list: 'submissions-list' };
+
 /** Runs the phases `runs` selects, into results.filters. */
 export async function runFilterPhases(ctx, runs, results) {
   results.filters = results.filters ?? {};
-  if (runs('submissions-filters')) {
+  if (runs(FILTER_PHASE_OF.submissions)) {
     ctx.log('submissions-filters: 3 webhooks with filters against 3 without, alternating rounds');
-    results.machine.busyBefore['submissions-filters'] = await machineBusy();
+    results.machine.busyBefore[FILTER_PHASE_OF.submissions] = await machineBusy();
     results.filters.submissions = await filteredSubmissions(ctx);
   }
-  if (runs('submissions-list')) {
-    results.machine.busyBefore['submissions-list'] = await machineBusy();
+  if (runs(FILTER_PHASE_OF.list)) {
+    results.machine.busyBefore[FILTER_PHASE_OF.list] = await machineBusy();
     results.filters.list = await listing(ctx);
   }
 }
