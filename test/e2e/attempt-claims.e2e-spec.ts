@@ -204,6 +204,31 @@ describe('attempt claims (real Postgres, no worker)', () => {
     }
   });
 
+  // A lease committed asynchronously is lost when Postgres crashes within its WAL writer's delay: the request
+  // sent under it would then be sent again with no attempt logged (the soak with a Postgres crash saw it).
+  it('commits its leases synchronously, even where the session commits asynchronously', async () => {
+    const [id] = await pendingDeliveries(1);
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      await runner.query(`SET synchronous_commit = off`);
+      await runner.startTransaction();
+      const rows = (await runner.query('SELECT delivery_id, outcome FROM claim_delivery_attempts($1, $2, 60000)', [
+        [id],
+        await createdAtOf([id]),
+      ])) as { delivery_id: string; outcome: string }[];
+      expect(rows.map((r) => r.outcome)).toEqual(['claimed']);
+      const [{ synchronous_commit }] = (await runner.query(`SHOW synchronous_commit`)) as {
+        synchronous_commit: string;
+      }[];
+      expect(synchronous_commit).toBe('on');
+      await runner.commitTransaction();
+    } finally {
+      await runner.query(`SELECT pg_advisory_unlock_all()`);
+      await runner.query(`RESET synchronous_commit`);
+      await runner.release();
+    }
+  });
+
   // Rows packed full would make almost every claim a non-HOT update: six new index entries for a lease.
   it('a claim of rows on a filled page is a HOT update (the page kept room for it)', async () => {
     const setup = await setupWebhook(t, URL);

@@ -12,6 +12,7 @@ import { ClaimWebhooksByKey1766400000000 } from './migrations/1766400000000-clai
 import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-store-fewer-statements.js';
 import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-samples-and-filters.js';
 import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedule.js';
+import { DurableLease1766900000000 } from './migrations/1766900000000-durable-lease.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   StoreFewerStatements1766500000000,
   SamplesAndFilters1766600000000,
   OneSchedule1766800000000,
+  DurableLease1766900000000,
 ];
 
 /**

@@ -23,8 +23,9 @@ DECLARE
   v_claimed varchar[];
   v_held varchar[];
 BEGIN
-  -- A lease is soft state: losing it in a crash only lets another worker claim sooner.
-  PERFORM set_config('synchronous_commit', 'off', true);
+  -- The lease is the log's only trace of a request that goes out before its record: it must survive a
+  -- crash of Postgres (else a second request goes out with no attempt logged), whatever the server's default.
+  PERFORM set_config('synchronous_commit', 'on', true);
   SELECT min(c), max(c) INTO v_from, v_to FROM unnest(p_created_at) c;
   SELECT array_agg(x.wid ORDER BY hashtext(x.wid), x.wid) INTO v_webhooks
   FROM (SELECT DISTINCT d.webhook_id AS wid FROM deliveries d WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to) x;
