@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Signal } from './signal.js';
 
 describe('Signal', () => {
@@ -28,5 +29,22 @@ describe('Signal', () => {
     expect(signal.after()).toBe(first);
     signal.fire();
     expect(signal.after()).not.toBe(first);
+  });
+
+  it('within: true at the event, false when the time runs out first, true at once for a count already passed', async () => {
+    jest.useFakeTimers();
+    try {
+      const signal = new Signal();
+      const byEvent = signal.within(signal.count, 1_000);
+      signal.fire();
+      await expect(byEvent).resolves.toBe(true);
+      const byTime = signal.within(signal.count, 1_000);
+      jest.advanceTimersByTime(1_000);
+      await expect(byTime).resolves.toBe(false);
+      await expect(signal.within(signal.count - 1, 1_000)).resolves.toBe(true);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

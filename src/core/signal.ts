@@ -18,6 +18,22 @@ export class Signal {
     return this.waiting.promise;
   }
 
+  /**
+   * Resolves true once the count is past `seen`, or false after `ms`: a plain timer, cleared by the event (an
+   * AbortController per wait cost more than the wait, once per delivery).
+   */
+  within(seen: number, ms: number): Promise<boolean> {
+    if (this.count > seen) return Promise.resolve(true);
+    if (ms === Infinity) return this.after(seen).then(() => true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      void this.after(seen).then(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
   fire(): void {
     this.count++;
     const waiting = this.waiting;
