@@ -40,6 +40,7 @@ export const ENGINE_PHASE_KEYS = [
   'instant-one-host',
   'instant-ten-hosts',
   'instant-floor',
+  'instant-floor-ten',
   'host-thousand',
   'redis-backlog',
   'cluster',
@@ -1172,6 +1173,7 @@ export function enginePhases(ctx) {
     'instant-one-host': () => instantHosts('instant-one-host', 1),
     'instant-ten-hosts': () => instantHosts('instant-ten-hosts', settings.instantHosts),
     'instant-floor': () => instantHosts('instant-floor', 1, {}, 'bench/floor-worker.mjs'),
+    'instant-floor-ten': () => instantHosts('instant-floor-ten', settings.instantHosts, {}, 'bench/floor-worker.mjs'),
     'host-thousand': hostThousand,
     'redis-backlog': redisBacklog,
     cluster: clusterPhase,
@@ -1343,14 +1345,16 @@ export function engineTargets(results) {
     },
     (v) => v <= 60,
   );
-  const floor = e['instant-floor'];
-  for (const [key, where] of [
-    ['instant-one-host', 'one host'],
-    ['instant-ten-hosts', 'ten hosts'],
+  // Each against the floor at the same receivers: ten hosts' own work (more sockets, more webhooks per claim)
+  // is not one host's.
+  for (const [key, where, floorKey] of [
+    ['instant-one-host', 'one host', 'instant-floor'],
+    ['instant-ten-hosts', 'ten hosts', 'instant-floor-ten'],
   ]) {
     const r = e[key];
+    const floor = e[floorKey];
     ratioTarget({
-      name: `deliveries/s, ${r?.webhooks ?? 20} webhooks at ${where} answering at once, one worker (defaults; ceiling: instant-floor)`,
+      name: `deliveries/s, ${r?.webhooks ?? 20} webhooks at ${where} answering at once, one worker (defaults; ceiling: ${floorKey})`,
       r,
       ceiling: floor?.complete ? floor.perSec : null,
       min: 0.85,
@@ -1606,26 +1610,28 @@ function cpuRow(label, c) {
     : `| ${label} | not measured | | | | |`;
 }
 
-function instantSection(one, ten, floor) {
+function instantSection(one, ten, floor, floorTen) {
   if (!one && !ten) return 'Not measured in this run.';
-  const row = (label, r) =>
+  const row = (label, r, ceiling) =>
     r
-      ? `| ${label} | ${r.hosts} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ' (time cap)'} | ${floor?.perSec ? `${((100 * r.perSec) / floor.perSec).toFixed(1)}%` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`
+      ? `| ${label} | ${r.hosts} | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(r.perSec)}${r.complete ? '' : ' (time cap)'} | ${ceiling?.perSec ? `${((100 * r.perSec) / ceiling.perSec).toFixed(1)}%` : 'n/a'} | ${fmt(r.requestsPerHost.min)}-${fmt(r.requestsPerHost.max)} | ${statuses(r.statusCounts)} |`
       : `| ${label} | not measured | | | | | | |`;
   return [
     `${one?.webhooks ?? ten?.webhooks} webhooks of one workspace, at one receiver port (instant-one-host) or spread evenly over ten`,
     '(instant-ten-hosts); the receivers answer 200 at once. The deliveries are created with no worker running,',
     'then one worker starts with the defaults; the rate runs from the first receipt to none pending. The ratio',
-    "is to instant-floor, instant-one-host's load attempted by bench/floor-worker.mjs: the worker's own",
-    'attempt (connect, claim, sign, send, record, log) for every due delivery, read by one plain query,',
-    'WORKER_CONCURRENCY at a time, with no queue, no wake, no drain and no admission. It is not a way to',
-    "deliver (no retries, no fairness, no host limit): it is the physical limit of the deliveries' own work.",
+    "is to the floor at the same receivers: instant-floor (instant-ten-hosts': instant-floor-ten) is that load",
+    "attempted by bench/floor-worker.mjs: the worker's own attempt (connect, claim, sign, send, record, log)",
+    'for every due delivery, read by one plain query, WORKER_CONCURRENCY at a time, with no queue, no wake,',
+    'no drain and no admission. It is not a way to deliver (no retries, no fairness, no host limit, no',
+    "webhook cap): it is the physical limit of the deliveries' own work.",
     '',
-    '| phase | hosts | deliveries | seconds | per second | ratio to instant-floor | requests per host (min-max) | statuses |',
+    '| phase | hosts | deliveries | seconds | per second | ratio to its floor | requests per host (min-max) | statuses |',
     '|---|---:|---:|---:|---:|---:|---|---|',
-    row('instant-one-host', one),
-    row('instant-ten-hosts', ten),
-    row('instant-floor', floor),
+    row('instant-one-host', one, floor),
+    row('instant-ten-hosts', ten, floorTen),
+    row('instant-floor', floor, floor),
+    row('instant-floor-ten', floorTen, floorTen),
     '',
     'CPU time per delivery (ms, read from /proc from the first request until none is pending, over the deliveries',
     'received meanwhile; the bench process holds the receivers and polls).',
@@ -1635,6 +1641,7 @@ function instantSection(one, ten, floor) {
     cpuRow('instant-one-host', one?.cpuMsPerDelivery),
     cpuRow('instant-ten-hosts', ten?.cpuMsPerDelivery),
     cpuRow('instant-floor', floor?.cpuMsPerDelivery),
+    cpuRow('instant-floor-ten', floorTen?.cpuMsPerDelivery),
   ].join('\n');
 }
 
@@ -1847,7 +1854,7 @@ ${proportionalSection(e['host-proportional'])}
 
 ### Receivers answering at once: one host, ten hosts, and the floor (instant-one-host, instant-ten-hosts, instant-floor)
 
-${instantSection(e['instant-one-host'], e['instant-ten-hosts'], e['instant-floor'])}
+${instantSection(e['instant-one-host'], e['instant-ten-hosts'], e['instant-floor'], e['instant-floor-ten'])}
 
 ### A thousand hosts (host-thousand)
 
