@@ -61,7 +61,8 @@ const VARIABLES: Record<Variable, VariableDoc> = {
   DATABASE_POOL_SIZE: {
     section: 'Connections',
     unit: 'count',
-    meaning: 'Postgres connections of one process; it does not grow with WORKER_CONCURRENCY',
+    meaning:
+      'Postgres connections of one process, all opened at start and kept; it does not grow with WORKER_CONCURRENCY',
   },
   DATABASE_STATEMENT_TIMEOUT_MS: {
     section: 'Connections',

@@ -51,6 +51,13 @@ export function dataSourceOptions(
     synchronize: false,
     logging: false,
     poolSize,
-    extra: { connectionTimeoutMillis: 5000, application_name: 'calc-webhooks', ...timeoutSettings },
+    // A fixed-size pool: idle connections stay open (PoolWarmer opens them all at start), so a burst never
+    // waits for new ones.
+    extra: {
+      connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: 0,
+      application_name: 'calc-webhooks',
+      ...timeoutSettings,
+    },
   };
 }

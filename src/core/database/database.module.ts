@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { dataSourceOptions } from './data-source.js';
+import { PoolWarmer } from './pool-warmer.js';
 
 @Module({
   imports: [
@@ -18,5 +19,6 @@ import { dataSourceOptions } from './data-source.js';
       }),
     }),
   ],
+  providers: [PoolWarmer],
 })
 export class DatabaseModule {}
