@@ -284,6 +284,10 @@ describe('a host whose limit is more than one worker should hold', () => {
     t = await createTestApp({ WORKER_ENABLED: 'false', ...limits });
     const env = { WORKER_CONCURRENCY: '100', ...limits };
     workers.push(spawnWorker(t.config, env), spawnWorker(t.config, env));
+    // Both consuming before the host's wake exists: a worker still starting could take none of its lanes.
+    for (const queue of t.app.get(HostWakes).queues) {
+      await waitFor(async () => (await queue.getWorkers()).length >= 2, 30_000, 'both workers to consume');
+    }
   }, 60_000);
   afterAll(async () => {
     for (const worker of workers) worker.child.kill('SIGTERM');

@@ -26,10 +26,6 @@ const BLOCKED_LOOK_MS = 250;
 const SAVE_EVERY_MS = 100;
 // Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
 const LANES_LOOK_MS = 1_000;
-// After an answer, the drain waits this long at most for a quarter of what it has in flight to be answered
-// before it picks again: each answer frees one slot (its host's, its webhook's), and a pick per answer would
-// cost Postgres more than the sends.
-const GATHER_MS = 5;
 
 /** One drain of one host (or of one lane of it): what it holds while its job runs. */
 interface Drain {
@@ -46,9 +42,6 @@ interface Drain {
   after: Map<string, Date>;
   /** Answers so far; a wait names the count it acted on (Signal). */
   answered: Signal;
-  /** The answer count at the last pick, and how many answers the next pick waits for (GATHER_MS at most). */
-  pickSeen: number;
-  gatherWant: number;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
   retryAt: number;
   savedAt: number;
@@ -127,8 +120,6 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       attempting: new Set(),
       after: new Map(),
       answered: new Signal(),
-      pickSeen: 0,
-      gatherWant: 0,
       retryAt: Infinity,
       savedAt: Date.now(),
       dirty: false,
@@ -169,8 +160,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       // as sockets come back with no pick in between (a pick per socket would cost Postgres more than the send).
       const room = admission.room();
       let fullWorkspaces = false;
-      const picks = drain.ready.length === 0 && room > 0 && share.free > 0;
-      if (picks) {
+      if (drain.ready.length === 0 && room > 0 && share.free > 0) {
         const full = share.full();
         fullWorkspaces = full.length > 0;
         drain.ready = await this.store.pick({
@@ -185,10 +175,6 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         });
       }
       const started = this.startReady(drain);
-      if (picks) {
-        drain.pickSeen = seen;
-        drain.gatherWant = Math.max(2, Math.ceil(admission.inFlight / 4));
-      }
       if (room > 0 && started === room) continue; // all it picked went out, and more may be due: pick again
       if (drain.ready.length > 0) {
         await this.waitForSocket(drain, seen);
@@ -200,7 +186,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         while ((woken = await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity, seen)) === 'timeout') {
           if (this.closing || (await this.marked(drain))) break;
         }
-        if (woken === 'answer') await this.gather(drain);
+        // A fast host's answers come in bursts: a moment's wait lets one pick fill what several freed.
+        if (woken === 'answer' && admission.room() < Math.max(2, admission.limit / 4)) await sleep(1);
         continue;
       }
       // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (all taken, or
@@ -325,17 +312,6 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const answered = await drain.answered.within(seen, until);
     if (drain.retryAt <= Date.now()) drain.retryAt = Infinity;
     return answered ? 'answer' : until === toRetry ? 'retry' : 'timeout';
-  }
-
-  /** Waits (GATHER_MS at most) until the answers since the last pick reach a quarter of what it left in flight. */
-  private async gather(drain: Drain): Promise<void> {
-    const until = Date.now() + GATHER_MS;
-    for (;;) {
-      const seen = drain.answered.count;
-      const left = until - Date.now();
-      if (seen - drain.pickSeen >= drain.gatherWant || left <= 0 || this.closing) return;
-      await drain.answered.within(seen, left);
-    }
   }
 
   /** Whether a delivery was made due here since the drain last looked (the mark is taken: a pick follows). */
