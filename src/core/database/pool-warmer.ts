@@ -18,7 +18,7 @@ const WARM_STATEMENTS = `
  * Opens every connection of the pool at start-up, which then keeps them (a fixed-size pool, idle ones never
  * closed: data-source.ts), and has each read the partitioned tables' catalogs. A burst that finds
  * connections closed pays for opening them and for each new backend's first plan over the partitions
- * (about 10 ms of Postgres each) just when it can least afford it: 50 DELETEs at once took 250-380 ms.
+ * (about 10 ms of Postgres each) just when it can least afford it (a burst of DELETEs, say).
  */
 @Injectable()
 export class PoolWarmer implements OnApplicationBootstrap {
