@@ -7,6 +7,7 @@ import { IpRateLimitGuard, KeyRateLimitGuard } from './auth/rate-limit.guards.js
 import { CalculatorsModule } from './calculators/calculators.module.js';
 import type { AppConfig } from './core/config/config.js';
 import { coreImports } from './core/core-imports.js';
+import { PoolWarmer } from './core/database/pool-warmer.js';
 import { API_PREFIX } from './core/http/configure-app.js';
 import { HttpPipelineModule } from './core/http/http.module.js';
 import { LoggingModule } from './core/logging/logging.module.js';
@@ -74,6 +75,7 @@ export class AppModule implements NestModule {
       ],
       // In this order: the per-IP limit (and an already known key's) before authentication, the per-key limit after it.
       providers: [
+        PoolWarmer,
         { provide: APP_GUARD, useClass: IpRateLimitGuard },
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
         { provide: APP_GUARD, useClass: KeyRateLimitGuard },

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuditEventsModule } from './audit/audit-events.module.js';
 import { coreImports } from './core/core-imports.js';
+import { PoolWarmer } from './core/database/pool-warmer.js';
 import type { AppConfig } from './core/config/config.js';
 import { LoggingModule } from './core/logging/logging.module.js';
 import { DeliveryWorkerModule } from './delivery/delivery-worker.module.js';
@@ -29,7 +30,7 @@ export class WorkerModule {
         PortalLinksModule, // its retention run
         SchedulingModule,
       ],
-      providers: [MetricsServer],
+      providers: [MetricsServer, PoolWarmer],
     };
   }
 }

@@ -3,7 +3,6 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { dataSourceOptions } from './data-source.js';
-import { PoolWarmer } from './pool-warmer.js';
 
 @Module({
   imports: [
@@ -19,6 +18,5 @@ import { PoolWarmer } from './pool-warmer.js';
       }),
     }),
   ],
-  providers: [PoolWarmer],
 })
 export class DatabaseModule {}

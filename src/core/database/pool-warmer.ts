@@ -18,7 +18,8 @@ const WARM_STATEMENTS = `
  * Opens every connection of the pool at start-up, which then keeps them (a fixed-size pool, idle ones never
  * closed: data-source.ts), and has each read the partitioned tables' catalogs. A burst that finds
  * connections closed pays for opening them and for each new backend's first plan over the partitions
- * (about 10 ms of Postgres each) just when it can least afford it (a burst of DELETEs, say).
+ * (about 10 ms of Postgres each) just when it can least afford it (a burst of DELETEs, say). The api's and
+ * the worker's, not the CLI's: a command runs a few statements and exits.
  */
 @Injectable()
 export class PoolWarmer implements OnApplicationBootstrap {
