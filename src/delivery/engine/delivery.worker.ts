@@ -26,6 +26,12 @@ const BLOCKED_LOOK_MS = 250;
 const SAVE_EVERY_MS = 100;
 // Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
 const LANES_LOOK_MS = 1_000;
+// A lane taken by a worker that already holds its part of the host is passed on this often, for this long
+// after it was added, so another worker takes it: lanes are there to spread a host over workers.
+const LANE_PASS_MS = 50;
+const LANE_PASS_FOR_MS = 1_000;
+// How often the count of workers consuming a queue (a CLIENT LIST) is taken again.
+const CONSUMERS_EVERY_MS = 10_000;
 
 /** One drain of one host (or of one lane of it): what it holds while its job runs. */
 interface Drain {
@@ -70,6 +76,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private closing = false;
   /** Attempts not yet recorded, drains' ended or not: shutdown lets them record. */
   private readonly outstanding = new Set<Promise<void>>();
+  /** Host -> drains of it running here (lanes). */
+  private readonly draining = new Map<string, number>();
+  /** Shard queue -> workers consuming it, as last counted. */
+  private readonly consumers = new Map<object, { count: number; at: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -127,12 +137,17 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       ended: false,
     };
     if (lane >= drain.admission.lanes) return 'retired';
+    if (lane > 0 && (await this.passOn(job, token, drain.admission.lanes))) throw new DelayedError();
     // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
     if (lane === 0) await this.wakes.clearRewake(host);
     await this.wakes.addLanes(host, lane === 0 ? drain.admission.lanes : 0);
+    this.draining.set(host, (this.draining.get(host) ?? 0) + 1);
     try {
       await this.run(drain);
     } finally {
+      const here = (this.draining.get(host) ?? 1) - 1;
+      if (here > 0) this.draining.set(host, here);
+      else this.draining.delete(host);
       // Every attempt here is answered within its timeout, and the next drain must not find one still out;
       // their records need no host (a slow record would stall it): they finish on their own.
       while (drain.admission.inFlight > 0) await this.waitForAnswer(drain, Infinity, drain.answered.count);
@@ -142,6 +157,29 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       );
     }
     return this.leave(job, token, drain);
+  }
+
+  /**
+   * A lane this worker would hold beyond its part of the host (the lanes over the workers consuming) is
+   * left for another worker for a while: BullMQ gives a job to whichever worker asks first, often the one
+   * that added it. Past LANE_PASS_FOR_MS it is taken here; with one worker it always is.
+   */
+  private async passOn(job: Job<DrainJobData>, token: string | undefined, lanes: number): Promise<boolean> {
+    const here = this.draining.get(job.data.host) ?? 0;
+    if (here === 0 || Date.now() - job.timestamp > LANE_PASS_FOR_MS) return false;
+    const workers = await this.consumersOf(job.data.host);
+    if (workers < 2 || here < Math.ceil(lanes / workers)) return false;
+    await job.moveToDelayed(Date.now() + LANE_PASS_MS, token);
+    return true;
+  }
+
+  private async consumersOf(host: string): Promise<number> {
+    const queue = this.wakes.queueOf(host);
+    const known = this.consumers.get(queue);
+    if (known && Date.now() - known.at < CONSUMERS_EVERY_MS) return known.count;
+    const count = await queue.getWorkersCount().catch(() => known?.count ?? 1);
+    this.consumers.set(queue, { count, at: Date.now() });
+    return count;
   }
 
   private async run(drain: Drain): Promise<void> {
