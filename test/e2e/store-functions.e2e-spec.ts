@@ -28,6 +28,17 @@ describe('the delivery store functions', () => {
     expect(definition.trimEnd()).toBe(functionDefinition(name));
   });
 
+  it('the newest migration is undone and done again, leaving the functions as their files', async () => {
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    await dataSource.runMigrations({ transaction: 'each' });
+    for (const name of STORE_FUNCTIONS) {
+      const [{ definition }] = (await dataSource.query(`SELECT pg_get_functiondef($1::regproc) AS definition`, [
+        name,
+      ])) as { definition: string }[];
+      expect(definition.trimEnd()).toBe(functionDefinition(name));
+    }
+  });
+
   it('the database has no other plpgsql function than the store’s and the api-key notifier', async () => {
     const rows = (await dataSource.query(
       `SELECT p.proname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
