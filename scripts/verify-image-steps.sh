@@ -110,6 +110,9 @@ export NODE_ENV=production
 NODE_OPTIONS=$(sed -n 's/^ENV NODE_OPTIONS="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/Dockerfile")
 [ -n "$NODE_OPTIONS" ] || fail "the Dockerfile sets no NODE_OPTIONS"
 export NODE_OPTIONS
+MALLOC_ARENA_MAX=$(sed -n 's/^ENV MALLOC_ARENA_MAX=\([0-9]*\)$/\1/p' "$repo/Dockerfile")
+[ -n "$MALLOC_ARENA_MAX" ] || fail "the Dockerfile sets no MALLOC_ARENA_MAX"
+export MALLOC_ARENA_MAX
 export DATABASE_URL=$pg_base/$db
 export REDIS_URL=$redis_url
 export QUEUE_PREFIX=imgcheck-$suffix

@@ -23,6 +23,9 @@ export const envInt = (name, fallback) => {
 export const IMAGE_NODE_OPTIONS =
   /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
 
+/** The image's MALLOC_ARENA_MAX (Dockerfile `ENV`), given to the api and workers like its NODE_OPTIONS. */
+export const IMAGE_MALLOC_ARENA_MAX = /^ENV MALLOC_ARENA_MAX=(\d+)$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+
 /** A log function writing `[tag hh:mm:ss] message` lines to stderr. */
 export const logger = (tag) => (message) =>
   process.stderr.write(`[${tag} ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
@@ -37,6 +40,7 @@ export function productEnv({ dbName, queuePrefix }, extra) {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receiver is local
     SEED_DEMO: 'false',
     METRICS_PORT: '0',
+    ...(IMAGE_MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: IMAGE_MALLOC_ARENA_MAX } : {}),
     ...extra,
   };
 }
