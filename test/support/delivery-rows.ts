@@ -32,6 +32,22 @@ export interface DeliveryRow {
 }
 
 /**
+ * The partitions for [from, to). Their DDL gives up after 500 ms behind another statement on the table (a
+ * retention pass, say), as the upkeep's does; the upkeep tries again on its next run, and so does this.
+ */
+async function ensurePartitions(t: TestApp, from: Date, to: Date): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await t.app.get(DeliveryPartitions).ensure(from, to);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03' || attempt === 10) throw error; // lock_not_available
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/**
  * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,
  * thousands of them, exact createdAt ties); `submissionId` must be a submission of the webhook's calculator.
  * A pending row waits at its webhook's host, with no wake made for it. Partitions are made for createdAt
@@ -40,7 +56,7 @@ export interface DeliveryRow {
 export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: DeliveryRow[]): Promise<string[]> {
   const ids = rows.map(() => createId());
   const times = rows.map((r) => r.createdAt.getTime());
-  await t.app.get(DeliveryPartitions).ensure(new Date(Math.min(...times)), new Date(Math.max(...times) + 1));
+  await ensurePartitions(t, new Date(Math.min(...times)), new Date(Math.max(...times) + 1));
   const ended = (r: DeliveryRow) => (r.status === 'pending' ? null : (r.completedAt ?? r.createdAt));
   await t.dataSource.query(
     `INSERT INTO deliveries (id, workspace_id, webhook_id, submission_id, calculator_id, status, max_attempts,
