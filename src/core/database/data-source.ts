@@ -13,7 +13,6 @@ import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-st
 import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-samples-and-filters.js';
 import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedule.js';
 import { DurableLease1766900000000 } from './migrations/1766900000000-durable-lease.js';
-import { ExclusivePick1767000000000 } from './migrations/1767000000000-exclusive-pick.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -29,7 +28,6 @@ export const MIGRATIONS = [
   SamplesAndFilters1766600000000,
   OneSchedule1766800000000,
   DurableLease1766900000000,
-  ExclusivePick1767000000000,
 ];
 
 /**

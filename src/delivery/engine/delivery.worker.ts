@@ -10,7 +10,7 @@ import { QueueLayout } from '../../core/redis/queue-layout.js';
 import { RedisClients } from '../../core/redis/redis.module.js';
 import { HostStates } from '../host-state.js';
 import { DELIVERY_QUEUE, HostWakes, type DrainJobData } from '../host-wakes.js';
-import { DeliveryStore, type PickedDelivery, type PickPosition } from '../store/delivery-store.js';
+import { DeliveryStore, type PickedDelivery } from '../store/delivery-store.js';
 import { Admission, signalOf, type HostAdmission } from './admission/admission.js';
 import { DeliveryAttemptService } from './delivery-attempt.service.js';
 import type { SendResult } from './webhook-sender.js';
@@ -42,8 +42,10 @@ interface Drain {
   busy: Map<string, number>;
   /** Picked and not started yet: this worker's sockets were taken. Started before anything is picked again. */
   ready: PickedDelivery[];
-  /** Per webhook, the last delivery started (HOST_PICK's scan starts past it, so none under way comes again). */
-  after: Map<string, PickPosition>;
+  /** Deliveries with an attempt under way here: a pick before its claim leases it may return it again. */
+  attempting: Set<string>;
+  /** Per webhook, the due time of the last delivery picked (HOST_PICK's scan starts there). */
+  after: Map<string, Date>;
   /** Answers so far; a wait names the count it acted on (Signal). */
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
@@ -125,6 +127,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       admission: this.admission.host(await this.states.load(host), lane),
       busy: new Map(),
       ready: [],
+      attempting: new Set(),
       after: new Map(),
       answered: new Signal(),
       retryAt: Infinity,
@@ -240,6 +243,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const kept: PickedDelivery[] = [];
     let started = 0;
     for (const delivery of drain.ready) {
+      if (drain.attempting.has(delivery.id)) continue; // under way here already (picked again before its claim)
       if (drain.admission.room() > 0 && this.start(drain, delivery)) started++;
       else kept.push(delivery);
     }
@@ -274,12 +278,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const { admission, busy } = drain;
     const share = this.admission.share;
     if (!share.enter(delivery.workspace_id)) return false;
-    // A webhook's deliveries are picked in order of due time, then id: the next pick of it starts past this one.
+    drain.attempting.add(delivery.id);
+    // A webhook's deliveries are picked in due order: the next pick of it starts at this one.
     const after = drain.after.get(delivery.webhook_id);
-    const at = delivery.next_attempt_at;
-    if (!after || at > after.at || (at.getTime() === after.at.getTime() && delivery.id > after.id)) {
-      drain.after.set(delivery.webhook_id, { at, id: delivery.id });
-    }
+    if (!after || delivery.next_attempt_at > after) drain.after.set(delivery.webhook_id, delivery.next_attempt_at);
     admission.started();
     busy.set(delivery.webhook_id, (busy.get(delivery.webhook_id) ?? 0) + 1);
     const startedAt = Date.now();
@@ -329,6 +331,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       )
       .finally(() => {
         end();
+        drain.attempting.delete(delivery.id);
         this.outstanding.delete(attempt);
       });
     this.outstanding.add(attempt);

@@ -172,12 +172,12 @@ export const FAILED_DELIVERIES = `
  * A drain's pick is the function pick_host_deliveries (sql/), planned once per connection like the claim:
  * a host's due deliveries, in turn by workspace then webhook, within each webhook's cap. Parameters: host,
  * how many, the webhooks the drain has attempts in flight to and how many, the default cap, the workspaces
- * at their share of the worker, the drain's lane and the host's lanes, and per webhook the due time and id
- * of the last delivery the drain started.
+ * at their share of the worker, the drain's lane and the host's lanes, and per webhook the due time of the
+ * last delivery the drain picked.
  */
 export const HOST_PICK = prepared(
   'delivery_pick',
-  'SELECT * FROM pick_host_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+  'SELECT * FROM pick_host_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
 );
 
 /** When the host's next delivery falls due (null: none pending): the wake a drain leaves (host_next_due, sql/). */

@@ -70,12 +70,6 @@ export interface PickedDelivery {
   next_attempt_at: Date;
 }
 
-/** Where a drain's next pick of a webhook starts: past the last delivery it started (HOST_PICK). */
-export interface PickPosition {
-  at: Date;
-  id: string;
-}
-
 /** What a drain asks of a pick: how many, and what it already has in flight and may not exceed. */
 export interface PickRequest {
   host: string;
@@ -88,8 +82,8 @@ export interface PickRequest {
   /** The drain's lane of the host's `lanes` (one unless the host is drained by several workers). */
   lane: number;
   lanes: number;
-  /** Per webhook, the last delivery this drain started: its scan starts past it. */
-  after: Map<string, PickPosition>;
+  /** Per webhook, the due time of the last delivery this drain picked: its scan starts there. */
+  after: Map<string, Date>;
 }
 
 /** A delivery whose attempt was just recorded: its id and created_at (its partition). */
@@ -296,8 +290,7 @@ export class DeliveryStore {
       lane,
       lanes,
       [...after.keys()],
-      [...after.values()].map((p) => p.at),
-      [...after.values()].map((p) => p.id),
+      [...after.values()],
     ]);
   }
 

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION public.pick_host_deliveries(p_host character varying, p_room integer, p_busy_webhooks character varying[], p_busy_counts integer[], p_default_cap integer, p_full_workspaces character varying[], p_lane integer, p_lanes integer, p_after_webhooks character varying[], p_after_times timestamp with time zone[], p_after_ids character varying[])
+CREATE OR REPLACE FUNCTION public.pick_host_deliveries(p_host character varying, p_room integer, p_busy_webhooks character varying[], p_busy_counts integer[], p_default_cap integer, p_full_workspaces character varying[], p_lane integer, p_lanes integer, p_after_webhooks character varying[], p_after_times timestamp with time zone[])
  RETURNS TABLE(id character varying, created_at timestamp with time zone, webhook_id character varying, workspace_id character varying, url character varying, next_trigger character varying, trace jsonb, next_attempt_at timestamp with time zone)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -16,11 +16,10 @@ AS $function$
 -- scan of deliveries_host_due_idx (one probe per webhook, not per delivery), and each webhook's due ones by
 -- the same index: the cost follows the host's webhooks and the batch, never its backlog. Each webhook gives
 -- at most twice its even part of the batch, so a host shared by many webhooks reads a batch's worth.
--- A drain passes, per webhook, the due time and id of the last delivery it started (p_after_*; ids in byte
--- order, as the drain compares them): the webhook's deliveries up to it were started already, so its scan
--- starts past them, past the index entries its sent deliveries left behind until vacuum, and returns none
--- under way whose claim has not landed (many fall due in one millisecond). A due time is never earlier
--- than the one picked before it, but for a lease that ran out: the next drain starts afresh.
+-- A drain passes, per webhook, the due time of the last delivery it picked (p_after_*): the webhook's
+-- earlier ones were picked already, so its scan starts there, past the index entries its sent deliveries
+-- left behind until vacuum (a due time is never earlier than the one picked before it, but for a lease
+-- that ran out: the next drain starts afresh).
 -- A host drained in lanes (several workers) splits by webhook: lane p_lane of p_lanes takes the webhooks
 -- whose id hashes to it, so each webhook's cap is held by one drain.
 -- Turns count what each webhook and workspace has in flight already: one workspace's burst holds the
@@ -41,10 +40,9 @@ RETURN QUERY
     CROSS JOIN LATERAL (SELECT w.workspace_id FROM webhooks w WHERE w.id = b.wid OFFSET 0) w
     GROUP BY w.workspace_id
   ), after AS (
-    SELECT a.wid, a.at, a.did FROM unnest(p_after_webhooks, p_after_times, p_after_ids) AS a(wid, at, did)
+    SELECT a.wid, a.at FROM unnest(p_after_webhooks, p_after_times) AS a(wid, at)
   ), open AS (
     SELECT w.id, w.workspace_id, w.url, COALESCE(b.n, 0) AS busy, COALESCE(a.at, '-infinity') AS after,
-           COALESCE(a.did, '') AS after_id,
            LEAST(COALESCE(w.max_in_flight, p_default_cap) - COALESCE(b.n, 0), p_room) AS room,
            count(*) OVER () AS hooks
     FROM hooks h
@@ -56,15 +54,14 @@ RETURN QUERY
       AND (p_lanes = 1 OR mod(abs(hashtext(w.id)), p_lanes) = p_lane)
   ), due AS (
     SELECT d.id, d.created_at, d.next_attempt_at, o.id AS webhook_id, o.workspace_id, o.url, d.next_trigger, d.trace,
-           o.busy + row_number() OVER (PARTITION BY o.id ORDER BY d.next_attempt_at, d.id COLLATE "C") AS turn
+           o.busy + row_number() OVER (PARTITION BY o.id ORDER BY d.next_attempt_at, d.id) AS turn
     FROM open o
     CROSS JOIN LATERAL (
       SELECT d.id, d.created_at, d.next_attempt_at, d.next_trigger, d.trace FROM deliveries d
       WHERE d.host = p_host AND d.webhook_id = o.id AND d.status = 'pending'
-        AND d.next_attempt_at >= o.after AND (d.next_attempt_at > o.after OR d.id COLLATE "C" > o.after_id)
-        AND d.next_attempt_at <= clock_timestamp()
+        AND d.next_attempt_at >= o.after AND d.next_attempt_at <= clock_timestamp()
         AND (d.lease_until IS NULL OR d.lease_until < clock_timestamp())
-      ORDER BY d.next_attempt_at, d.id COLLATE "C"
+      ORDER BY d.next_attempt_at
       LIMIT GREATEST(0, LEAST(o.room, 2 * ceil(p_room::numeric / o.hooks)::integer))
     ) d
   ), ranked AS (
@@ -73,5 +70,5 @@ RETURN QUERY
     FROM due LEFT JOIN busy_workspaces bw ON bw.workspace_id = due.workspace_id
   )
   SELECT r.id, r.created_at, r.webhook_id, r.workspace_id, r.url, r.next_trigger, r.trace, r.next_attempt_at
-  FROM ranked r ORDER BY r.ws_turn, r.next_attempt_at, r.id COLLATE "C" LIMIT p_room;
+  FROM ranked r ORDER BY r.ws_turn, r.next_attempt_at, r.id LIMIT p_room;
 END $function$
