@@ -19,8 +19,8 @@ ENV NODE_ENV=production
 # The young generation is set explicitly: from a 128 MB old space V8 derives semi-spaces of about
 # 1 MB, and scavenges then cost the api ~10x the CPU per request (measured: BENCHMARKS.md, "Heap flags").
 ENV NODE_OPTIONS="--max-old-space-size=128 --max-semi-space-size=16"
-# Two malloc arenas, not one per thread: native memory (sockets, TLS, zlib) stays in fewer, fuller arenas;
-# a worker with connections to a thousand hosts peaks 7-16 MB lower (BENCHMARKS.md, worker RSS).
+# Two malloc arenas, not one per thread: native memory (sockets, TLS, zlib) stays in fewer, fuller arenas,
+# which lowers the worker's peak RSS with many open connections (docs/running.md, "Memory").
 ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -20,11 +20,11 @@ export const envInt = (name, fallback) => {
 };
 
 /** The image's NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS=`): the service is measured as it is deployed. */
-export const IMAGE_NODE_OPTIONS =
-  /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
+const DOCKERFILE = readFileSync('Dockerfile', 'utf8');
+export const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(DOCKERFILE)?.[1] ?? '';
 
 /** The image's MALLOC_ARENA_MAX (Dockerfile `ENV`), given to the api and workers like its NODE_OPTIONS. */
-export const IMAGE_MALLOC_ARENA_MAX = /^ENV MALLOC_ARENA_MAX=(\d+)$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+export const IMAGE_MALLOC_ARENA_MAX = /^ENV MALLOC_ARENA_MAX=(\d+)$/m.exec(DOCKERFILE)?.[1];
 
 /** A log function writing `[tag hh:mm:ss] message` lines to stderr. */
 export const logger = (tag) => (message) =>

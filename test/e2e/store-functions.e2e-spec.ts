@@ -21,22 +21,21 @@ describe('the delivery store functions', () => {
     if (config) await dropTestDatabase(config.databaseUrl);
   });
 
-  it.each(STORE_FUNCTIONS)('%s in the database is its sql/ file', async (name) => {
+  const definitionOf = async (name: string): Promise<string> => {
     const [{ definition }] = (await dataSource.query(`SELECT pg_get_functiondef($1::regproc) AS definition`, [
       name,
     ])) as { definition: string }[];
-    expect(definition.trimEnd()).toBe(functionDefinition(name));
+    return definition.trimEnd();
+  };
+
+  it.each(STORE_FUNCTIONS)('%s in the database is its sql/ file', async (name) => {
+    expect(await definitionOf(name)).toBe(functionDefinition(name));
   });
 
   it('the newest migration is undone and done again, leaving the functions as their files', async () => {
     await dataSource.undoLastMigration({ transaction: 'each' });
     await dataSource.runMigrations({ transaction: 'each' });
-    for (const name of STORE_FUNCTIONS) {
-      const [{ definition }] = (await dataSource.query(`SELECT pg_get_functiondef($1::regproc) AS definition`, [
-        name,
-      ])) as { definition: string }[];
-      expect(definition.trimEnd()).toBe(functionDefinition(name));
-    }
+    for (const name of STORE_FUNCTIONS) expect(await definitionOf(name)).toBe(functionDefinition(name));
   });
 
   it('the database has no other plpgsql function than the store’s and the api-key notifier', async () => {

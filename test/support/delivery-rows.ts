@@ -1,6 +1,7 @@
 import { createId } from '@paralleldrive/cuid2';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import { DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
+import { waitFor } from './receiver.js';
 import type { TestApp } from './test-app.js';
 
 /** Whose rows insertDeliveries writes: a webhook, and a submission of its calculator. */
@@ -35,17 +36,22 @@ export interface DeliveryRow {
  * The partitions for [from, to). Their DDL gives up after 500 ms behind another statement on the table (a
  * retention pass, say), as the upkeep's does; the upkeep tries again on its next run, and so does this.
  */
-async function ensurePartitions(t: TestApp, from: Date, to: Date): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await t.app.get(DeliveryPartitions).ensure(from, to);
-      return;
-    } catch (error) {
-      if ((error as { code?: string }).code !== '55P03' || attempt === 10) throw error; // lock_not_available
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
+const ensurePartitions = (t: TestApp, from: Date, to: Date) =>
+  waitFor(
+    () =>
+      t.app
+        .get(DeliveryPartitions)
+        .ensure(from, to)
+        .then(
+          () => true,
+          (error: { code?: string }) => {
+            if (error.code !== '55P03') throw error; // not lock_not_available
+            return false;
+          },
+        ),
+    10_000,
+    'the partitions of the rows',
+  );
 
 /**
  * Delivery rows written straight to Postgres, for states no API call makes quickly (a skipped delivery,

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job, type Queue } from 'bullmq';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppConfig } from '../../core/config/config.js';
@@ -79,7 +79,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   /** Host -> drains of it running here (lanes). */
   private readonly draining = new Map<string, number>();
   /** Shard queue -> workers consuming it, as last counted. */
-  private readonly consumers = new Map<object, { count: number; at: number }>();
+  private readonly consumers = new Map<Queue<DrainJobData>, { count: number; at: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
