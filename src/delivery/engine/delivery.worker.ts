@@ -24,7 +24,8 @@ const BLOCKED_LOOK_MS = 250;
 // A state changed by answers is saved at most this often (a window is at least 100 ms anyway); a host
 // drained in lanes shares it through Redis at this pace.
 const SAVE_EVERY_MS = 100;
-// Lane 0 of a host drained in lanes looks again this often while the other lanes have work due.
+// Lane 0 of a host drained in lanes adds the other lanes' jobs again this often while it runs (a lane ends
+// when its webhooks have nothing due), and looks again this often after it left while they have work due.
 const LANES_LOOK_MS = 1_000;
 // A lane taken by a worker that already holds its part of the host is passed on this often, for this long
 // after it was added, so another worker takes it: lanes are there to spread a host over workers.
@@ -46,6 +47,8 @@ interface Drain {
   attempting: Set<string>;
   /** Per webhook, the due time of the last delivery picked (HOST_PICK's scan starts there). */
   after: Map<string, Date>;
+  /** Lane 0: when it last added the other lanes' jobs (ms); Infinity while lanes it set are not saved yet. */
+  lanesAt: number;
   /** Answers so far; a wait names the count it acted on (Signal). */
   answered: Signal;
   /** The earliest retry this drain's own attempts scheduled (ms), Infinity when none. */
@@ -129,6 +132,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       ready: [],
       attempting: new Set(),
       after: new Map(),
+      lanesAt: 0,
       answered: new Signal(),
       retryAt: Infinity,
       savedAt: Date.now(),
@@ -138,9 +142,14 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     };
     if (lane >= drain.admission.lanes) return 'retired';
     if (lane > 0 && (await this.passOn(job, token, drain.admission.lanes))) throw new DelayedError();
-    // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
-    if (lane === 0) await this.wakes.clearRewake(host);
-    await this.wakes.addLanes(host, lane === 0 ? drain.admission.lanes : 0);
+    if (lane === 0) {
+      // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
+      await this.wakes.clearRewake(host);
+      // The lanes its limit calls for, saved before anything starts: lane 0 alone never holds the whole
+      // limit of a host drained in lanes, and a lane that starts reads how many there are.
+      if (drain.admission.setLanes(this.admission.lanesFor(drain.admission.limit))) await this.save(drain);
+      await this.addLanes(drain);
+    }
     this.draining.set(host, (this.draining.get(host) ?? 0) + 1);
     try {
       await this.run(drain);
@@ -188,6 +197,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     for (;;) {
       // What follows acts on the state as of now: an answer from here on wakes the waits below.
       const seen = drain.answered.count;
+      void this.addLanes(drain);
       if (this.closing || drain.retired || admission.pausedUntil()) {
         drain.ready = [];
         if (admission.inFlight === 0) return;
@@ -355,12 +365,31 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   /** Whether a delivery was made due here since the drain last looked (the mark is taken: a pick follows). */
   private async marked(drain: Drain): Promise<boolean> {
     const mark = await this.wakes.takeRewake(drain.host).catch(() => null);
-    return mark !== null && mark.getTime() <= Date.now();
+    const due = mark !== null && mark.getTime() <= Date.now();
+    // It may be another lane's webhook's, and that lane may have ended: its job again.
+    if (due && drain.lanesAt !== Infinity) drain.lanesAt = 0;
+    return due;
+  }
+
+  /**
+   * Lane 0 (re)adds the other lanes' jobs (one per lane: a running lane's add is a no-op) every LANES_LOOK_MS,
+   * once its own attempts are within its part of the limit: lanes started beside lane 0's attempts beyond
+   * its part (the lanes just grew) would put more than the limit at the host.
+   */
+  private async addLanes(drain: Drain): Promise<void> {
+    const { admission, host } = drain;
+    if (drain.lane > 0 || admission.lanes < 2 || !admission.withinPart()) return;
+    if (Date.now() - drain.lanesAt < LANES_LOOK_MS) return;
+    drain.lanesAt = Date.now();
+    await this.wakes
+      .addLanes(host, admission.lanes)
+      .catch((error: Error) => this.logger.debug(`Host ${host}'s lanes not added: ${error.message}`));
   }
 
   /**
    * Saves what the answers changed, at most every SAVE_EVERY_MS. Lane 0 also sets the lanes the limit calls
-   * for (and adds their jobs); with several lanes each then takes what the others saved (last write wins).
+   * for (their jobs are added once that is saved); with several lanes each then takes what the others saved
+   * (last write wins).
    */
   private saveSoon(drain: Drain): void {
     const now = Date.now();
@@ -368,7 +397,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (now - drain.savedAt < SAVE_EVERY_MS) return;
     if (lane === 0 && admission.setLanes(this.admission.lanesFor(admission.limit))) {
       drain.dirty = true;
-      void this.wakes.addLanes(host, admission.lanes).catch(() => undefined);
+      drain.lanesAt = Infinity;
     }
     // Alone at its host, a drain only saves; a lane also takes what the others saved.
     const shared = lane > 0 || admission.lanes > 1;
@@ -376,6 +405,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     drain.savedAt = now;
     const saved = drain.dirty ? this.save(drain) : Promise.resolve();
     drain.dirty = false;
+    const lanesSaved = () => (drain.lanesAt = 0);
+    if (drain.lanesAt === Infinity) void saved.then(lanesSaved, lanesSaved);
     const failed = (error: Error) => this.logger.debug(`Host ${host}'s state not shared: ${error.message}`);
     if (!shared) return void saved.catch(failed);
     void saved

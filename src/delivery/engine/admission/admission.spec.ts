@@ -125,4 +125,15 @@ describe('lanes: a host drained by several workers', () => {
     lane.follow(fresh({ limit: 8, lanes: 4 }));
     expect(lane.room(T0)).toBe(0);
   });
+
+  it('tells lane 0 when its attempts are beyond its part after the lanes grew (the other lanes wait for that)', () => {
+    const first = new HostAdmission(fresh({ limit: 120, lanes: 1 }), BOUNDS, BREAKER, 0);
+    for (let i = 0; i < 120; i++) first.started();
+    expect(first.withinPart()).toBe(true);
+    first.setLanes(3);
+    expect(first.withinPart()).toBe(false);
+    for (let i = 0; i < 80; i++) first.answered({ signal: 'other', latencyMs: 0, startedAt: T0 }, T0);
+    expect(first.withinPart()).toBe(true);
+    expect(first.room(T0)).toBe(0);
+  });
 });

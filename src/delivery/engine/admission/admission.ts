@@ -128,6 +128,11 @@ export class HostAdmission {
     return this.state.openUntil > now ? this.state.openUntil : 0;
   }
 
+  /** Whether this lane's attempts in flight are within its part of the limit (the lanes may just have grown). */
+  withinPart(): boolean {
+    return this.inFlight <= this.share;
+  }
+
   /** How many more attempts may start now. */
   room(now = Date.now()): number {
     return this.pausedUntil(now) ? 0 : Math.max(0, this.share - this.inFlight);
