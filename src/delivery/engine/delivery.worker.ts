@@ -81,6 +81,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly outstanding = new Set<Promise<void>>();
   /** Host -> drains of it running here (lanes). */
   private readonly draining = new Map<string, number>();
+  /** Lane job -> when this worker began passing it on, and last did (passOn). */
+  private readonly passing = new Map<string, { since: number; last: number }>();
   /** Shard queue -> workers consuming it, as last counted. */
   private readonly consumers = new Map<Queue<DrainJobData>, { count: number; at: number }>();
 
@@ -141,7 +143,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       ended: false,
     };
     if (lane >= drain.admission.lanes) return 'retired';
-    if (lane > 0 && (await this.passOn(job, token, drain.admission.lanes))) throw new DelayedError();
+    if (drain.admission.lanes > 1 && (await this.passOn(job, token, drain.admission.lanes))) throw new DelayedError();
     if (lane === 0) {
       // Whatever was marked before this is committed: the first pick sees it (HostWakes' protocol).
       await this.wakes.clearRewake(host);
@@ -169,16 +171,29 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * A lane this worker would hold beyond its part of the host (the lanes over the workers consuming) is
-   * left for another worker for a while: BullMQ gives a job to whichever worker asks first, often the one
-   * that added it. Past LANE_PASS_FOR_MS it is taken here; with one worker it always is.
+   * A lane (lane 0 included: it ends and comes back as the others run) this worker would hold beyond its
+   * part of the host (the lanes over the workers consuming) is left for another worker for a while: BullMQ
+   * gives a job to whichever worker asks first, often the one that added it. Passed on for LANE_PASS_FOR_MS
+   * in a row it is taken here; with one worker it always is.
    */
   private async passOn(job: Job<DrainJobData>, token: string | undefined, lanes: number): Promise<boolean> {
     const here = this.draining.get(job.data.host) ?? 0;
-    if (here === 0 || Date.now() - job.timestamp > LANE_PASS_FOR_MS) return false;
+    if (here === 0) return false;
     const workers = await this.consumersOf(job.data.host);
     if (workers < 2 || here < Math.ceil(lanes / workers)) return false;
-    await job.moveToDelayed(Date.now() + LANE_PASS_MS, token);
+    const now = Date.now();
+    const passed = this.passing.get(job.id!);
+    // Back soon after its last pass: the same run of passes; otherwise (another worker took it since) a new one.
+    const since = passed && now - passed.last < LANE_PASS_FOR_MS ? passed.since : now;
+    if (now - since >= LANE_PASS_FOR_MS) {
+      this.passing.delete(job.id!);
+      return false;
+    }
+    if (this.passing.size > 1_000) {
+      for (const [id, { last }] of this.passing) if (now - last > LANE_PASS_FOR_MS) this.passing.delete(id);
+    }
+    this.passing.set(job.id!, { since, last: now });
+    await job.moveToDelayed(now + LANE_PASS_MS, token);
     return true;
   }
 
