@@ -68,9 +68,9 @@ interface Drain {
  * them (each claims, sends and records; records go to Postgres in batches), picks again as answers free
  * room, and when nothing more is due leaves its job delayed to the host's next due time (or completes it
  * when nothing is pending) by the protocol HostWakes states. A host whose limit is more than one worker
- * should hold (half its sockets) is drained in lanes by webhook: lane 0, the host's wake, adds a job per
- * other lane, which any worker takes; each lane holds its share of the host's limit and ends when its
- * webhooks have nothing due (HostAdmission).
+ * should hold (half its sockets) is drained in lanes by webhook, at most one per worker consuming its queue:
+ * lane 0, the host's wake, adds a job per other lane, which any worker takes; each lane holds its share of
+ * the host's limit and ends when its webhooks have nothing due (HostAdmission).
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -149,7 +149,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       await this.wakes.clearRewake(host);
       // The lanes its limit calls for, saved before anything starts: lane 0 alone never holds the whole
       // limit of a host drained in lanes, and a lane that starts reads how many there are.
-      if (drain.admission.setLanes(this.admission.lanesFor(drain.admission.limit))) await this.save(drain);
+      await this.consumersOf(host);
+      if (drain.admission.setLanes(this.lanesFor(drain))) await this.save(drain);
       await this.addLanes(drain);
     }
     this.draining.set(host, (this.draining.get(host) ?? 0) + 1);
@@ -195,6 +196,15 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.passing.set(job.id!, { since, last: now });
     await job.moveToDelayed(now + LANE_PASS_MS, token);
     return true;
+  }
+
+  /**
+   * The lanes the host's limit calls for, at most one per worker consuming its queue (as last counted):
+   * lanes spread a host over workers, and two lanes in one worker would only split its webhooks unevenly.
+   */
+  private lanesFor({ host, admission }: Drain): number {
+    const workers = this.consumers.get(this.wakes.queueOf(host))?.count ?? 1;
+    return Math.min(this.admission.lanesFor(admission.limit), Math.max(1, workers));
   }
 
   private async consumersOf(host: string): Promise<number> {
@@ -377,8 +387,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return answered ? 'answer' : until === toRetry ? 'retry' : 'timeout';
   }
 
-  /** Whether a delivery was made due here since the drain last looked (the mark is taken: a pick follows). */
+  /**
+   * Whether a delivery was made due here since the drain last looked (the mark is taken: a pick follows).
+   * The host's one mark is lane 0's to take: another lane with room looks again each time it is asked.
+   */
   private async marked(drain: Drain): Promise<boolean> {
+    if (drain.lane > 0) return true;
     const mark = await this.wakes.takeRewake(drain.host).catch(() => null);
     const due = mark !== null && mark.getTime() <= Date.now();
     // It may be another lane's webhook's, and that lane may have ended: its job again.
@@ -410,7 +424,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const now = Date.now();
     const { admission, host, lane } = drain;
     if (now - drain.savedAt < SAVE_EVERY_MS) return;
-    if (lane === 0 && admission.setLanes(this.admission.lanesFor(admission.limit))) {
+    if (lane === 0) void this.consumersOf(host); // counted again every CONSUMERS_EVERY_MS at most
+    if (lane === 0 && admission.setLanes(this.lanesFor(drain))) {
       drain.dirty = true;
       drain.lanesAt = Infinity;
     }
