@@ -28,7 +28,7 @@ const SAVE_EVERY_MS = 100;
 // when its webhooks have nothing due), and looks again this often after it left while they have work due.
 const LANES_LOOK_MS = 1_000;
 // A lane taken by a worker that already holds its part of the host is passed on this often, for this long
-// after it was added, so another worker takes it: lanes are there to spread a host over workers.
+// in a row, so another worker takes it: lanes are there to spread a host over workers.
 const LANE_PASS_MS = 50;
 const LANE_PASS_FOR_MS = 1_000;
 // How often the count of workers consuming a queue (a CLIENT LIST) is taken again.
