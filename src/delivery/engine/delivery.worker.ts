@@ -149,7 +149,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
       await this.wakes.clearRewake(host);
       // The lanes its limit calls for, saved before anything starts: lane 0 alone never holds the whole
       // limit of a host drained in lanes, and a lane that starts reads how many there are.
-      await this.consumersOf(host);
+      if (this.admission.lanesFor(drain.admission.limit) > 1) await this.consumersOf(host);
       if (drain.admission.setLanes(this.lanesFor(drain))) await this.save(drain);
       await this.addLanes(drain);
     }
@@ -201,10 +201,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   /**
    * The lanes the host's limit calls for, at most one per worker consuming its queue (as last counted):
    * lanes spread a host over workers, and two lanes in one worker would only split its webhooks unevenly.
+   * Workers are counted (a CLIENT LIST, every CONSUMERS_EVERY_MS at most) only for a host that calls for lanes.
    */
   private lanesFor({ host, admission }: Drain): number {
-    const workers = this.consumers.get(this.wakes.queueOf(host))?.count ?? 1;
-    return Math.min(this.admission.lanesFor(admission.limit), Math.max(1, workers));
+    const wanted = this.admission.lanesFor(admission.limit);
+    if (wanted === 1) return 1;
+    void this.consumersOf(host); // for the next call: this one takes the last count
+    return Math.min(wanted, Math.max(1, this.consumers.get(this.wakes.queueOf(host))?.count ?? 1));
   }
 
   private async consumersOf(host: string): Promise<number> {
@@ -424,7 +427,6 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const now = Date.now();
     const { admission, host, lane } = drain;
     if (now - drain.savedAt < SAVE_EVERY_MS) return;
-    if (lane === 0) void this.consumersOf(host); // counted again every CONSUMERS_EVERY_MS at most
     if (lane === 0 && admission.setLanes(this.lanesFor(drain))) {
       drain.dirty = true;
       drain.lanesAt = Infinity;
