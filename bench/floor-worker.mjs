@@ -45,9 +45,21 @@ const due = rows.map((row) => ({
   trace: null,
 }));
 let next = 0;
+// An attempt that fails before it is recorded (a pool wait timed out, say) goes to the end of the list:
+// left pending, the phase would never end. How many did is printed, as it is extra work for the floor.
+const failures = new Map();
 await Promise.all(
   Array.from({ length: concurrency }, async () => {
-    while (next < due.length) await attempts.run(due[next++]);
+    while (next < due.length) {
+      const delivery = due[next++];
+      await attempts.run(delivery).catch((error) => {
+        failures.set(error.message, (failures.get(error.message) ?? 0) + 1);
+        due.push(delivery);
+      });
+    }
   }),
 );
-process.stderr.write(`floor-worker: ${due.length} deliveries attempted, ${concurrency} at a time\n`);
+const failed = [...failures].map(([message, n]) => `${n} x ${message}`).join('; ');
+process.stderr.write(
+  `floor-worker: ${next} attempts of ${due.length - [...failures.values()].reduce((a, b) => a + b, 0)} deliveries, ${concurrency} at a time${failed ? `; failed and tried again: ${failed}` : ''}\n`,
+);
