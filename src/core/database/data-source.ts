@@ -13,6 +13,7 @@ import { StoreFewerStatements1766500000000 } from './migrations/1766500000000-st
 import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-samples-and-filters.js';
 import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedule.js';
 import { DurableLease1766900000000 } from './migrations/1766900000000-durable-lease.js';
+import { ClaimDeliveriesByKey1767000000000 } from './migrations/1767000000000-claim-deliveries-by-key.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -28,6 +29,7 @@ export const MIGRATIONS = [
   SamplesAndFilters1766600000000,
   OneSchedule1766800000000,
   DurableLease1766900000000,
+  ClaimDeliveriesByKey1767000000000,
 ];
 
 /**

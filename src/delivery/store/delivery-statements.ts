@@ -226,11 +226,18 @@ export const ATTEMPT_RECORD = prepared(
   'SELECT * FROM record_delivery_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)',
 );
 
+/**
+ * A delivery found by its key tests its status through COALESCE: a plain status = 'pending' lets the
+ * planner read it through a partial index on pending deliveries, which without statistics (a new
+ * partition) looks tiny and is then scanned whole, every pending delivery, for one row.
+ */
+const pendingByKey = (column = 'status') => `COALESCE(${column}, '') = 'pending'`;
+
 /** A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made. */
 export const RELEASE_LEASE = prepared(
   'delivery_release_lease',
   `UPDATE deliveries SET lease_until = NULL
-   WHERE id = $1 AND created_at = $2 AND status IN (${list(TRANSITIONS.release.from)})`,
+   WHERE id = $1 AND created_at = $2 AND ${pendingByKey()}`,
 );
 
 // --- cancel and skip: DELETE and disable of a webhook ---
@@ -312,7 +319,7 @@ export const SKIP_PENDING = prepared(
 export const RETRY_PENDING_NOW = prepared(
   'delivery_retry_pending',
   `UPDATE deliveries SET next_attempt_at = $2, next_trigger = 'manual', updated_at = $2
-   WHERE id = $1 AND created_at = $3 AND status = 'pending'
+   WHERE id = $1 AND created_at = $3 AND ${pendingByKey()}
    RETURNING max_attempts, host`,
 );
 

@@ -16,6 +16,9 @@ AS $function$
 -- the partitions of that range when it starts (Subplans Removed), as plpgsql's variables are parameters.
 -- Webhooks are read by key from each delivery (a subquery, or w.id = ANY(...) beside the join): a generic
 -- plan costs a partitioned table's rows at one per partition, and could otherwise scan every webhook.
+-- Deliveries are read by key too: their status is tested as COALESCE(status, '') = 'pending', which no
+-- partial index on pending deliveries matches. Planned without statistics (a new partition), a plain
+-- status = 'pending' made the partial index look tiny, and each claim scanned every pending delivery.
 DECLARE
   v_from timestamptz;
   v_to timestamptz;
@@ -46,7 +49,7 @@ BEGIN
     FROM (SELECT x.id, x.created_at, x.lease_until, x.next_attempt_at,
                  'The worker sending this attempt stopped before recording its outcome; the receiver may have got it'::text AS error
           FROM deliveries x
-          WHERE x.id = ANY(p_ids) AND x.created_at BETWEEN v_from AND v_to AND x.status = 'pending'
+          WHERE x.id = ANY(p_ids) AND x.created_at BETWEEN v_from AND v_to AND COALESCE(x.status, '') = 'pending'
             AND x.lease_until < clock_timestamp()) o
     WHERE d.id = o.id AND d.created_at = o.created_at AND d.created_at BETWEEN v_from AND v_to
       AND d.lease_until = o.lease_until
@@ -64,7 +67,7 @@ BEGIN
     SET lease_until = clock_timestamp() + make_interval(secs => GREATEST(p_lease_ms,
           2 * (SELECT w.timeout_ms FROM webhooks w WHERE w.id = d.webhook_id) + 10000) / 1000.0)
     WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to
-      AND d.status = 'pending' AND d.lease_until IS NULL AND d.next_attempt_at <= clock_timestamp()
+      AND COALESCE(d.status, '') = 'pending' AND d.lease_until IS NULL AND d.next_attempt_at <= clock_timestamp()
       AND (SELECT w.removed_at IS NULL AND w.disabled_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
     RETURNING d.id, d.webhook_id
   )
@@ -101,7 +104,7 @@ BEGIN
       FROM webhooks w
       WHERE d.id = ANY(p_ids) AND d.created_at BETWEEN v_from AND v_to AND NOT d.id = ANY(v_claimed)
         AND w.id = ANY(v_webhooks) AND w.id = d.webhook_id
-        AND (w.removed_at IS NOT NULL OR w.disabled_at IS NOT NULL) AND d.status = 'pending'
+        AND (w.removed_at IS NOT NULL OR w.disabled_at IS NOT NULL) AND COALESCE(d.status, '') = 'pending'
       RETURNING d.id, d.status::text AS status, d.webhook_id
     )
     SELECT st.id, st.status, NULL::integer, NULL::integer, st.webhook_id, NULL::varchar, NULL::varchar,
