@@ -1,4 +1,5 @@
 import { createId } from '@paralleldrive/cuid2';
+import type { QueryRunner } from 'typeorm';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import { DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
 import { waitFor } from './receiver.js';
@@ -86,4 +87,19 @@ export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: D
     ],
   );
   return ids;
+}
+
+/**
+ * Index entries the deliveries' partitions' indexes (only the partial ones: `partial`) returned to scans in
+ * the runner's current transaction: Postgres reports other transactions' counts only later, so a test reads
+ * this before and after within one transaction.
+ */
+export async function deliveryIndexReads(runner: QueryRunner, partial = false): Promise<number> {
+  const [{ n }] = (await runner.query(
+    `SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::int AS n
+     FROM pg_index i JOIN pg_inherits p ON p.inhrelid = i.indrelid
+     WHERE p.inhparent = 'deliveries'::regclass AND (NOT $1 OR i.indpred IS NOT NULL)`,
+    [partial],
+  )) as { n: number }[];
+  return n;
 }

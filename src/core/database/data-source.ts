@@ -14,6 +14,7 @@ import { SamplesAndFilters1766600000000 } from './migrations/1766600000000-sampl
 import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedule.js';
 import { DurableLease1766900000000 } from './migrations/1766900000000-durable-lease.js';
 import { ClaimDeliveriesByKey1767000000000 } from './migrations/1767000000000-claim-deliveries-by-key.js';
+import { SweepHostsByIndex1767100000000 } from './migrations/1767100000000-sweep-hosts-by-index.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   OneSchedule1766800000000,
   DurableLease1766900000000,
   ClaimDeliveriesByKey1767000000000,
+  SweepHostsByIndex1767100000000,
 ];
 
 /**

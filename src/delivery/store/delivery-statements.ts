@@ -348,23 +348,10 @@ export const DUE_BEFORE = prepared(
 );
 
 /**
- * The hosts with pending deliveries after $1, $2 at most, each with its next due time: a loose scan of
- * deliveries_host_due_idx (keyset paging), each host's time from host_next_due. Its cost
- * follows the hosts with pending deliveries, not the deliveries.
+ * The hosts with pending deliveries after $1, $2 at most, each with its next due time: the function
+ * overdue_hosts (sql/), planned once per connection like the claim.
  */
-export const OVERDUE_HOSTS = prepared(
-  'deliveries_overdue_hosts',
-  `WITH RECURSIVE hosts(host) AS (
-     (SELECT d.host FROM deliveries d WHERE d.status = 'pending' AND d.host > $1::varchar ORDER BY d.host LIMIT 1)
-     UNION ALL
-     SELECT (SELECT d.host FROM deliveries d WHERE d.status = 'pending' AND d.host > h.host ORDER BY d.host LIMIT 1)
-     FROM hosts h WHERE h.host IS NOT NULL
-   ), page AS (
-     SELECT h.host FROM hosts h WHERE h.host IS NOT NULL LIMIT $2::int
-   )
-   SELECT p.host, n.at FROM page p CROSS JOIN LATERAL (SELECT host_next_due(p.host) AS at) n
-   ORDER BY p.host`,
-);
+export const OVERDUE_HOSTS = prepared('deliveries_overdue_hosts', 'SELECT * FROM overdue_hosts($1, $2)');
 
 /**
  * SQL because the age is measured on the database's clock, in one aggregate that uses
