@@ -44,6 +44,7 @@ const due = rows.map((row) => ({
   workspaceId: row.workspace_id,
   trace: null,
 }));
+const deliveries = due.length;
 let next = 0;
 // An attempt that fails before it is recorded (a pool wait timed out, say) goes to the end of the list:
 // left pending, the phase would never end. How many did is printed, as it is extra work for the floor.
@@ -61,5 +62,5 @@ await Promise.all(
 );
 const failed = [...failures].map(([message, n]) => `${n} x ${message}`).join('; ');
 process.stderr.write(
-  `floor-worker: ${next} attempts of ${due.length - [...failures.values()].reduce((a, b) => a + b, 0)} deliveries, ${concurrency} at a time${failed ? `; failed and tried again: ${failed}` : ''}\n`,
+  `floor-worker: ${next} attempts of ${deliveries} deliveries, ${concurrency} at a time${failed ? `; failed and tried again: ${failed}` : ''}\n`,
 );

@@ -231,13 +231,13 @@ export const ATTEMPT_RECORD = prepared(
  * planner read it through a partial index on pending deliveries, which without statistics (a new
  * partition) looks tiny and is then scanned whole, every pending delivery, for one row.
  */
-const pendingByKey = (column = 'status') => `COALESCE(${column}, '') = 'pending'`;
+const statusByKey = (statuses: readonly string[]) => `COALESCE(status, '') IN (${list(statuses)})`;
 
 /** A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made. */
 export const RELEASE_LEASE = prepared(
   'delivery_release_lease',
   `UPDATE deliveries SET lease_until = NULL
-   WHERE id = $1 AND created_at = $2 AND ${pendingByKey()}`,
+   WHERE id = $1 AND created_at = $2 AND ${statusByKey(TRANSITIONS.release.from)}`,
 );
 
 // --- cancel and skip: DELETE and disable of a webhook ---
@@ -319,7 +319,7 @@ export const SKIP_PENDING = prepared(
 export const RETRY_PENDING_NOW = prepared(
   'delivery_retry_pending',
   `UPDATE deliveries SET next_attempt_at = $2, next_trigger = 'manual', updated_at = $2
-   WHERE id = $1 AND created_at = $3 AND ${pendingByKey()}
+   WHERE id = $1 AND created_at = $3 AND ${statusByKey(['pending'])}
    RETURNING max_attempts, host`,
 );
 
