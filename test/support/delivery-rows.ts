@@ -1,4 +1,5 @@
 import { createId } from '@paralleldrive/cuid2';
+import type { PoolClient } from 'pg';
 import type { QueryRunner } from 'typeorm';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import { DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
@@ -102,4 +103,14 @@ export async function deliveryIndexReads(runner: QueryRunner, partial = false): 
     [partial],
   )) as { n: number }[];
   return n;
+}
+
+/** As deliveryIndexReads, on a pool's connection, with the rows the partitions' sequential scans read too. */
+export async function deliveryReads(client: PoolClient): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    `SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(r.oid)), 0)::int AS n
+     FROM pg_inherits p JOIN pg_class r ON r.oid = p.inhrelid OR r.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = p.inhrelid)
+     WHERE p.inhparent = 'deliveries'::regclass`,
+  );
+  return rows[0].n;
 }

@@ -15,6 +15,7 @@ import { OneSchedule1766800000000 } from './migrations/1766800000000-one-schedul
 import { DurableLease1766900000000 } from './migrations/1766900000000-durable-lease.js';
 import { ClaimDeliveriesByKey1767000000000 } from './migrations/1767000000000-claim-deliveries-by-key.js';
 import { SweepHostsByIndex1767100000000 } from './migrations/1767100000000-sweep-hosts-by-index.js';
+import { OldestPendingByIndex1767200000000 } from './migrations/1767200000000-oldest-pending-by-index.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   DurableLease1766900000000,
   ClaimDeliveriesByKey1767000000000,
   SweepHostsByIndex1767100000000,
+  OldestPendingByIndex1767200000000,
 ];
 
 /**

@@ -354,12 +354,10 @@ export const DUE_BEFORE = prepared(
 export const OVERDUE_HOSTS = prepared('deliveries_overdue_hosts', 'SELECT * FROM overdue_hosts($1, $2)');
 
 /**
- * SQL because the age is measured on the database's clock, in one aggregate that uses
- * deliveries_pending_due_idx (pending deliveries always have a next_attempt_at).
+ * SQL because the age is measured on the database's clock; the first pending due time is the function
+ * oldest_pending_due (sql/): the first entry of deliveries_pending_due_idx, however long the backlog.
  */
 export const OLDEST_PENDING_AGE = prepared(
   'deliveries_oldest_pending_age',
-  `
-  SELECT greatest(0, extract(epoch FROM now() - min(next_attempt_at)))::float AS age
-  FROM deliveries WHERE status = 'pending'`,
+  `SELECT greatest(0, extract(epoch FROM now() - oldest_pending_due()))::float AS age`,
 );

@@ -4,6 +4,7 @@ import { readSqlFile } from '../../core/database/sql-file.js';
 export const STORE_FUNCTIONS = [
   'claim_delivery_attempts',
   'host_next_due',
+  'oldest_pending_due',
   'overdue_hosts',
   'pick_host_deliveries',
   'record_delivery_attempts',
