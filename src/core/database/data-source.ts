@@ -16,6 +16,7 @@ import { DurableLease1766900000000 } from './migrations/1766900000000-durable-le
 import { ClaimDeliveriesByKey1767000000000 } from './migrations/1767000000000-claim-deliveries-by-key.js';
 import { SweepHostsByIndex1767100000000 } from './migrations/1767100000000-sweep-hosts-by-index.js';
 import { OldestPendingByIndex1767200000000 } from './migrations/1767200000000-oldest-pending-by-index.js';
+import { EndPendingByHost1767300000000 } from './migrations/1767300000000-end-pending-by-host.js';
 
 export const MIGRATIONS = [
   Baseline1764800000000,
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   ClaimDeliveriesByKey1767000000000,
   SweepHostsByIndex1767100000000,
   OldestPendingByIndex1767200000000,
+  EndPendingByHost1767300000000,
 ];
 
 /**

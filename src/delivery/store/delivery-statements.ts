@@ -247,8 +247,9 @@ export const RELEASE_LEASE = prepared(
  * own transaction: the webhook's lock is taken exclusive only when
  * the webhook is the workspace's and `target` (a stranger's id holds nothing); it waits for attempts
  * writing their request and holds off new ones until commit (a claim re-reads the webhook after it).
- * Then the row is locked and changed by `set`, and its pending deliveries end as `ended`: row before
- * deliveries, as ATTEMPT_RECORD takes them, so the two cannot deadlock. A row changed while the lock
+ * Then the row is locked and changed by `set`, and its pending deliveries end as `ended`
+ * (end_pending_deliveries, sql/): row before deliveries, as ATTEMPT_RECORD takes them, so the two cannot
+ * deadlock. A row changed while the lock
  * was awaited is re-read by the row lock and the updates (READ COMMITTED); a delivery inserted
  * meanwhile is ended by its claim. Parameters: webhook id, workspace id, now. Returns the webhook as
  * it was with how many deliveries it ended, or no row: no such webhook in `target`. Nothing in Redis names
@@ -271,11 +272,9 @@ function webhookStop(
      ), stopped AS (
        UPDATE webhooks w SET ${stop.set} FROM hook WHERE w.id = hook.id RETURNING w.id
      ), ended AS (
-       UPDATE deliveries SET status = '${stop.ended}', next_attempt_at = NULL, completed_at = $3, updated_at = $3
-       WHERE webhook_id = (SELECT id FROM stopped) AND status IN (${list(TRANSITIONS.cancel.from)})
-       RETURNING id
+       SELECT end_pending_deliveries(s.id, '${stop.ended}', $3) AS n FROM stopped s
      )${also}
-     SELECT hook.*, (SELECT count(*) FROM ended)::int AS ended
+     SELECT hook.*, COALESCE((SELECT n FROM ended), 0) AS ended
      FROM hook`,
   );
 }
@@ -306,8 +305,7 @@ export const OPERATIONAL_WEBHOOK_REMOVE = webhookStop('operational_webhook_remov
 /** Skips the pending deliveries of a webhook the record just disabled (the claim would skip them later anyway). */
 export const SKIP_PENDING = prepared(
   'deliveries_skip_pending',
-  `UPDATE deliveries SET status = 'skipped', next_attempt_at = NULL, completed_at = $2, updated_at = $2
-   WHERE webhook_id = $1 AND status IN (${list(TRANSITIONS.skip.from)})`,
+  `SELECT end_pending_deliveries($1, '${TRANSITIONS.skip.to[0]}', $2)`,
 );
 
 // --- retry and recover: back to pending ---

@@ -3,6 +3,7 @@ import { readSqlFile } from '../../core/database/sql-file.js';
 /** The store's plpgsql functions; each one's whole definition is sql/<name>.sql, which migrations apply. */
 export const STORE_FUNCTIONS = [
   'claim_delivery_attempts',
+  'end_pending_deliveries',
   'host_next_due',
   'oldest_pending_due',
   'overdue_hosts',
