@@ -3,7 +3,7 @@ import { storeFunction } from '../sql-file.js';
 
 /**
  * /metrics' oldest pending age becomes a function planned like the store's others: as a plain statement, a
- * connection's generic plan made on empty partitions without statistics read every pending delivery.
+ * connection's generic plan made on empty partitions read every pending delivery.
  */
 export class OldestPendingByIndex1767200000000 implements MigrationInterface {
   name = 'OldestPendingByIndex1767200000000';

@@ -8,7 +8,7 @@ CREATE OR REPLACE FUNCTION public.oldest_pending_due()
 AS $function$
 -- /metrics' oldest pending age (backlog.metrics.ts): the first entry of deliveries_pending_due_idx over the
 -- partitions. The SET clauses keep it that read: as a plain statement, a connection's generic plan made
--- while the partitions were empty and without statistics read every pending delivery on each scrape.
+-- while the partitions were empty read every pending delivery on each scrape.
 BEGIN
   RETURN (SELECT d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' ORDER BY d.next_attempt_at LIMIT 1);
 END $function$
