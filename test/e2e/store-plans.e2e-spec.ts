@@ -4,7 +4,12 @@ import {
   queryPreparedOn,
   type PreparedStatement,
 } from '../../src/core/database/prepared.js';
-import { OLDEST_PENDING_AGE, WEBHOOK_REMOVE } from '../../src/delivery/store/delivery-statements.js';
+import {
+  OLDEST_PENDING_AGE,
+  RELEASE_LEASE,
+  RETRY_PENDING_NOW,
+  WEBHOOK_REMOVE,
+} from '../../src/delivery/store/delivery-statements.js';
 import { deliveryReads, insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
@@ -18,7 +23,8 @@ const HOUR = 3_600_000;
  * (analyzed, as the bench's are at its start and as a new week's partition may be), as an api's are at
  * its start: Postgres keeps such a connection's generic plan after five runs, and a plain statement's
  * plan then reads every row of a partition that has since filled. Each of these is a store function
- * with the SET clauses (attempt-claims checks them), so its plan reads an index whatever it was made on.
+ * with the SET clauses (attempt-claims checks them), so its plan reads an index whatever it was made on,
+ * or a rare statement planned on each run.
  */
 describe('store statements planned on empty partitions', () => {
   let t: TestApp;
@@ -46,6 +52,8 @@ describe('store statements planned on empty partitions', () => {
     for (let i = 0; i < 6; i += 1) {
       expect(await run<{ age: number }>(OLDEST_PENDING_AGE, [])).toEqual([{ age: 0 }]);
       expect(await run(WEBHOOK_REMOVE, ['nosuchwebhook', 'nosuchworkspace', new Date()])).toEqual([]);
+      await run(RELEASE_LEASE, ['nosuchdelivery', new Date()]);
+      expect(await run(RETRY_PENDING_NOW, ['nosuchdelivery', new Date(), new Date()])).toEqual([]);
     }
   });
   afterAll(async () => {
@@ -85,5 +93,22 @@ describe('store statements planned on empty partitions', () => {
     // The 3 inserted and the submission's own delivery.
     expect(ended).toBe(4);
     expect(read).toBeLessThan(ROWS);
+  });
+
+  // A lease given back (a kept-alive connection found closed) and a retry made by hand find one delivery.
+  it('a lease given back and a retry of a pending delivery read that delivery, not the partition', async () => {
+    const setup = await setupWebhook(t, 'https://bykey.example.com/hook');
+    const owner = ownerOf(setup, await submit(setup.api, setup.calculator.id));
+    const now = new Date();
+    const ids = await insertDeliveries(
+      t,
+      owner,
+      Array.from({ length: ROWS }, () => ({ status: 'pending' as const, createdAt: now })),
+    );
+    expect(await readsOf(() => run(RELEASE_LEASE, [ids[7], now]))).toBeLessThan(10);
+    let retried: unknown[] = [];
+    const read = await readsOf(async () => (retried = await run(RETRY_PENDING_NOW, [ids[8], new Date(), now])));
+    expect(retried).toEqual([{ max_attempts: 8, host: 'bykey.example.com' }]);
+    expect(read).toBeLessThan(10);
   });
 });

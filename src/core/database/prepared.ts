@@ -12,6 +12,13 @@ export interface PreparedStatement {
 
 export const prepared = (name: string, text: string): PreparedStatement => ({ name, text });
 
+/**
+ * A rare statement, planned on each run with its values (an unnamed statement), so no connection keeps
+ * a plan: the generic one Postgres keeps for a named statement after five runs, made while a partition
+ * was empty, reads the whole partition once it has filled.
+ */
+export const plannedEachRun = (text: string): PreparedStatement => ({ name: '', text });
+
 /** Runs a prepared statement on a connection already taken from the pool (see withConnection). */
 export async function queryPreparedOn<T extends QueryResultRow>(
   client: PoolClient,

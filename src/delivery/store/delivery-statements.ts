@@ -1,5 +1,5 @@
 import { DatabaseLock } from '../../core/database/database-lock.js';
-import { prepared, type PreparedStatement } from '../../core/database/prepared.js';
+import { plannedEachRun, prepared, type PreparedStatement } from '../../core/database/prepared.js';
 import { filterMatches, submissionDocument } from '../../submissions/submission-filter.js';
 import { TRANSITIONS } from './delivery-lifecycle.js';
 
@@ -233,9 +233,11 @@ export const ATTEMPT_RECORD = prepared(
  */
 const statusByKey = (statuses: readonly string[]) => `COALESCE(status, '') IN (${list(statuses)})`;
 
-/** A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made. */
-export const RELEASE_LEASE = prepared(
-  'delivery_release_lease',
+/**
+ * A claimed delivery whose request never went out (its kept-alive connection had closed): no attempt made.
+ * Rare, so planned on each run.
+ */
+export const RELEASE_LEASE = plannedEachRun(
   `UPDATE deliveries SET lease_until = NULL
    WHERE id = $1 AND created_at = $2 AND ${statusByKey(TRANSITIONS.release.from)}`,
 );
@@ -311,10 +313,10 @@ export const SKIP_PENDING = prepared(
 
 /**
  * A pending delivery's next attempt moves to now (no attempt added). Parameters: id, now, its created_at.
- * Returns max_attempts and its host, or no row when the delivery is no longer pending.
+ * Returns max_attempts and its host, or no row when the delivery is no longer pending. Made by hand, so
+ * planned on each run.
  */
-export const RETRY_PENDING_NOW = prepared(
-  'delivery_retry_pending',
+export const RETRY_PENDING_NOW = plannedEachRun(
   `UPDATE deliveries SET next_attempt_at = $2, next_trigger = 'manual', updated_at = $2
    WHERE id = $1 AND created_at = $3 AND ${statusByKey(['pending'])}
    RETURNING max_attempts, host`,
