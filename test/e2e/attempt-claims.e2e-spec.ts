@@ -1,8 +1,9 @@
+import type { PoolClient } from 'pg';
 import { DatabaseLock } from '../../src/core/database/database-lock.js';
 import { AttemptClaims, type Claim } from '../../src/delivery/store/attempt-claims.js';
 import { RELEASE_LEASE } from '../../src/delivery/store/delivery-statements.js';
 import { STORE_FUNCTIONS } from '../../src/delivery/store/store-functions.js';
-import { deliveryIndexReads, insertDeliveries, ownerOf } from '../support/delivery-rows.js';
+import { deliveryReads, insertDeliveries, ownerOf } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { waitFor } from '../support/receiver.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
@@ -293,7 +294,8 @@ describe('attempt claims (real Postgres, no worker)', () => {
     // A new connection plans the claim now, on the partition as it is.
     const runner = t.dataSource.createQueryRunner();
     try {
-      const pendingIndexReads = () => deliveryIndexReads(runner, true);
+      const client = (await runner.connect()) as PoolClient;
+      const pendingIndexReads = () => deliveryReads(client, 'partial indexes');
       await runner.startTransaction();
       const before = await pendingIndexReads();
       const rows = (await runner.query('SELECT outcome FROM claim_delivery_attempts($1, $2, 60000)', [

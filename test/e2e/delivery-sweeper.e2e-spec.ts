@@ -1,10 +1,11 @@
+import type { PoolClient } from 'pg';
 import { createId } from '@paralleldrive/cuid2';
 import { RedisClients } from '../../src/core/redis/redis.module.js';
 import { drainJobId, HostWakes } from '../../src/delivery/host-wakes.js';
 import { DeliverySweeper } from '../../src/delivery/scheduled/delivery.sweeper.js';
 import { OVERDUE_HOSTS as HOSTS_PAGE } from '../../src/delivery/store/delivery-statements.js';
 import { DeliveryStore } from '../../src/delivery/store/delivery-store.js';
-import { deliveryIndexReads } from '../support/delivery-rows.js';
+import { deliveryReads } from '../support/delivery-rows.js';
 import { setupWebhook, submit } from '../support/delivery.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -98,7 +99,8 @@ describe('delivery sweeper', () => {
     // of the test before (zz sorts after them).
     const runner = t.dataSource.createQueryRunner();
     try {
-      const indexReads = () => deliveryIndexReads(runner);
+      const client = (await runner.connect()) as PoolClient;
+      const indexReads = () => deliveryReads(client, 'indexes');
       await runner.startTransaction();
       const before = await indexReads();
       const page = (await runner.query(HOSTS_PAGE.text, ['zz', 500])) as { host: string }[];

@@ -1,6 +1,5 @@
 import { createId } from '@paralleldrive/cuid2';
 import type { PoolClient } from 'pg';
-import type { QueryRunner } from 'typeorm';
 import type { DeliveryStatus } from '../../src/delivery/delivery.entity.js';
 import { DeliveryPartitions } from '../../src/delivery/store/delivery-partitions.js';
 import { waitFor } from './receiver.js';
@@ -91,26 +90,25 @@ export async function insertDeliveries(t: TestApp, owner: DeliveryOwner, rows: D
 }
 
 /**
- * Index entries the deliveries' partitions' indexes (only the partial ones: `partial`) returned to scans in
- * the runner's current transaction: Postgres reports other transactions' counts only later, so a test reads
- * this before and after within one transaction.
+ * What scans returned from the deliveries' partitions in the connection's current transaction: `rows`, their
+ * rows and index entries; `indexes`, index entries only; `partial indexes`, those of the partial ones.
+ * Postgres reports other transactions' counts only later, so a test reads this before and after within one
+ * transaction. A QueryRunner's connection is `await runner.connect()`.
  */
-export async function deliveryIndexReads(runner: QueryRunner, partial = false): Promise<number> {
-  const [{ n }] = (await runner.query(
-    `SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::int AS n
-     FROM pg_index i JOIN pg_inherits p ON p.inhrelid = i.indrelid
-     WHERE p.inhparent = 'deliveries'::regclass AND (NOT $1 OR i.indpred IS NOT NULL)`,
-    [partial],
-  )) as { n: number }[];
-  return n;
-}
-
-/** As deliveryIndexReads, on a pool's connection, with the rows the partitions' sequential scans read too. */
-export async function deliveryReads(client: PoolClient): Promise<number> {
+export async function deliveryReads(
+  client: PoolClient,
+  of: 'rows' | 'indexes' | 'partial indexes' = 'rows',
+): Promise<number> {
   const { rows } = await client.query<{ n: number }>(
     `SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(r.oid)), 0)::int AS n
-     FROM pg_inherits p JOIN pg_class r ON r.oid = p.inhrelid OR r.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = p.inhrelid)
+     FROM pg_inherits p CROSS JOIN LATERAL (
+       SELECT p.inhrelid AS oid WHERE $1 = 'rows'
+       UNION ALL
+       SELECT i.indexrelid FROM pg_index i
+       WHERE i.indrelid = p.inhrelid AND ($1 <> 'partial indexes' OR i.indpred IS NOT NULL)
+     ) r
      WHERE p.inhparent = 'deliveries'::regclass`,
+    [of],
   );
   return rows[0].n;
 }

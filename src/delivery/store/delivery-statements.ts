@@ -252,9 +252,10 @@ export const RELEASE_LEASE = plannedEachRun(
  * Then the row is locked and changed by `set`, and its pending deliveries end as `ended`
  * (end_pending_deliveries, sql/): row before deliveries, as ATTEMPT_RECORD takes them, so the two cannot
  * deadlock. A row changed while the lock was awaited is re-read by the row lock and the updates (READ
- * COMMITTED); a delivery inserted meanwhile is ended by its claim. Parameters: webhook id, workspace id, now. Returns the webhook as
- * it was with how many deliveries it ended, or no row: no such webhook in `target`. Nothing in Redis names
- * a delivery, so there is nothing else to remove: the host's next drain finds none of them due.
+ * COMMITTED); a delivery inserted meanwhile is ended by its claim. Parameters: webhook id, workspace id,
+ * now. Returns the webhook as it was with how many deliveries it ended, or no row: no such webhook in
+ * `target`. Nothing in Redis names a delivery, so there is nothing else to remove: the host's next drain
+ * finds none of them due.
  */
 function webhookStop(
   name: string,
