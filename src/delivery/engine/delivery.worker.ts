@@ -11,7 +11,7 @@ import { RedisClients } from '../../core/redis/redis.module.js';
 import { HostStates } from '../host-state.js';
 import { DELIVERY_QUEUE, HostWakes, type DrainJobData } from '../host-wakes.js';
 import { DeliveryStore, type PickedDelivery } from '../store/delivery-store.js';
-import { Admission, signalOf, type HostAdmission } from './admission/admission.js';
+import { Admission, fewPickable, signalOf, type HostAdmission } from './admission/admission.js';
 import { DeliveryAttemptService } from './delivery-attempt.service.js';
 import type { SendResult } from './webhook-sender.js';
 
@@ -262,8 +262,15 @@ export class DeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
         while ((woken = await this.waitForAnswer(drain, room > 0 ? MARK_LOOK_MS : Infinity, seen)) === 'timeout') {
           if (this.closing || (await this.marked(drain))) break;
         }
-        // A fast host's answers come in bursts: a moment's wait lets one pick fill what several freed.
-        if (woken === 'answer' && admission.room() < Math.max(2, admission.limit / 4)) await sleep(1);
+        // A fast host's answers come in bursts: a moment's wait lets one pick fill what several freed. The
+        // default cap stands in for a webhook's own maxInFlight, unknown here: this only times the pick.
+        const { defaultCap } = this.admission;
+        if (
+          woken === 'answer' &&
+          fewPickable(admission.room(), admission.limit, defaultCap, drain.after.keys(), drain.busy)
+        ) {
+          await sleep(1);
+        }
         continue;
       }
       // Nothing in flight here: done, unless due deliveries wait for this worker's sockets (all taken, or

@@ -1,5 +1,5 @@
 import type { StoredHost } from '../../host-state.js';
-import { HostAdmission, laneShare, lanesFor, type HostSignal } from './admission.js';
+import { fewPickable, HostAdmission, laneShare, lanesFor, type HostSignal } from './admission.js';
 
 const BOUNDS = { initial: 20, min: 1, max: 1000 };
 const BREAKER = { threshold: 3, cooldownMs: 1_000 };
@@ -135,5 +135,60 @@ describe('lanes: a host drained by several workers', () => {
     for (let i = 0; i < 80; i++) first.answered({ signal: 'other', latencyMs: 0, startedAt: T0 }, T0);
     expect(first.withinPart()).toBe(true);
     expect(first.room(T0)).toBe(0);
+  });
+});
+
+describe('fewPickable: when a drain waits a moment before it picks', () => {
+  const busy = (entries: [string, number][]) => new Map(entries);
+
+  it('waits while the room is under a quarter of the limit, as before webhooks count', () => {
+    expect(fewPickable(10, 80, 1_000_000, [], busy([]))).toBe(true);
+    expect(fewPickable(20, 80, 1_000_000, [], busy([]))).toBe(false);
+    expect(fewPickable(1, 2, 1_000_000, [], busy([]))).toBe(true);
+  });
+
+  it("waits while the webhooks' caps leave little to pick, however large the host's room", () => {
+    // Two webhooks capped at 20 with 37 in flight: 3 could go, of the 40 they take at once.
+    expect(
+      fewPickable(
+        41,
+        78,
+        20,
+        ['a', 'b'],
+        busy([
+          ['a', 19],
+          ['b', 18],
+        ]),
+      ),
+    ).toBe(true);
+    // Half their caps free: a pick fills 20.
+    expect(
+      fewPickable(
+        58,
+        78,
+        20,
+        ['a', 'b'],
+        busy([
+          ['a', 10],
+          ['b', 10],
+        ]),
+      ),
+    ).toBe(false);
+  });
+
+  it('counts a webhook with nothing in flight at its whole cap, and the host room when it is less', () => {
+    expect(
+      fewPickable(
+        30,
+        200,
+        20,
+        ['a', 'b', 'c'],
+        busy([
+          ['a', 20],
+          ['b', 20],
+        ]),
+      ),
+    ).toBe(false);
+    expect(fewPickable(5, 200, 20, ['a', 'b', 'c'], busy([]))).toBe(true);
   });
 });

@@ -60,6 +60,30 @@ export const laneShare = (total: number, lane: number, lanes: number): number =>
   Math.floor(total / lanes) + (lane < total % lanes ? 1 : 0);
 
 /**
+ * Whether a pick now would fill less than a quarter of what the host takes at once, so that a moment's wait
+ * for more answers makes one pick of what several would: the host's room, within the in-flight caps of the
+ * webhooks the drain sends to (`cap` each, `busy` in flight). A host of a few webhooks at their caps frees
+ * one slot per answer, however large its own limit, and a pick per answer costs Postgres more than its sends.
+ */
+export function fewPickable(
+  room: number,
+  limit: number,
+  cap: number,
+  webhooks: Iterable<string>,
+  busy: ReadonlyMap<string, number>,
+): boolean {
+  let free = 0;
+  let count = 0;
+  for (const webhook of webhooks) {
+    free += Math.max(0, cap - (busy.get(webhook) ?? 0));
+    count++;
+  }
+  const pickable = count > 0 ? Math.min(room, free) : room;
+  const most = count > 0 ? Math.min(limit, count * cap) : limit;
+  return pickable < Math.max(2, most / 4);
+}
+
+/**
  * One host's admission while a drain holds it (DESIGN 5, the rules): the adaptive limit (decideLimit states
  * the rule; this feeds it one window at a time and grows it per prompt answer in slow start) and the
  * breaker, its other end. It starts from what the host's last drain left (HostStates) and the drain saves
