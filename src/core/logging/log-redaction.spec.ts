@@ -1,4 +1,4 @@
-import { REDACTED, redactKeys, redactUrl } from './log-redaction.js';
+import { censorSecrets, REDACTED, redactKeys, redactUrl } from './log-redaction.js';
 
 const KEY = 'ack_1a2b3c4d_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfG';
 
@@ -19,5 +19,31 @@ describe('log redaction', () => {
     );
     expect(redactUrl(`/me?q=${KEY}&${KEY}`)).toBe(`/me?q=${REDACTED}&${REDACTED}`);
     expect(redactUrl('/webhooks?limit=5')).toBe('/webhooks?limit=5');
+  });
+
+  it('censors a field named secret at the top and two levels down, copying only what holds one', () => {
+    const plain = { method: 'GET', status: 200, nested: { a: 1 } };
+    expect(censorSecrets(plain)).toBe(plain);
+    const webhook = { id: 'w1', secret: 'whsec_x' };
+    const fields = { secret: 's', webhook, list: [{ secret: 'y' }], deep: { a: { secret: 'z' } }, other: { id: 1 } };
+    const censored = censorSecrets(fields);
+    expect(censored).toEqual({
+      secret: REDACTED,
+      webhook: { id: 'w1', secret: REDACTED },
+      list: [{ secret: REDACTED }],
+      deep: { a: { secret: REDACTED } },
+      other: { id: 1 },
+    });
+    expect(censored.other).toBe(fields.other);
+    expect(webhook.secret).toBe('whsec_x'); // the caller's objects are left as they were
+  });
+
+  it('keeps an object without secrets as it is, an error with its message and stack', () => {
+    const error = new Error('boom');
+    expect(censorSecrets({ err: error }).err).toBe(error);
+    class Entity {
+      constructor(public secret: string) {}
+    }
+    expect(censorSecrets({ webhook: new Entity('whsec_y') })).toEqual({ webhook: { secret: REDACTED } });
   });
 });

@@ -39,3 +39,29 @@ export function redactUrl(url: string): string {
     });
   return `${redactKeys(url.slice(0, queryAt))}?${query.join('&')}`;
 }
+
+// How deep a `secret` field is looked for: a logged object's own, and two levels of what it holds.
+const SECRET_DEPTH = 2;
+
+/**
+ * `fields` with every field named `secret` (a webhook's signing secret) replaced, at the top and up to two
+ * levels down. Only the objects on a secret's path are copied: a line of plain fields (each request's)
+ * costs a look at its keys, where pino's redaction copied and restored every object it passed.
+ */
+export function censorSecrets<T extends object>(fields: T, depth = SECRET_DEPTH): T {
+  let copy: Record<string, unknown> | unknown[] | undefined;
+  for (const key in fields) {
+    if (!Object.hasOwn(fields, key)) continue;
+    const value: unknown = fields[key];
+    const censored =
+      key === 'secret'
+        ? REDACTED
+        : depth > 0 && typeof value === 'object' && value !== null
+          ? censorSecrets(value, depth - 1)
+          : value;
+    if (censored === value) continue;
+    copy ??= Array.isArray(fields) ? [...(fields as unknown[])] : { ...(fields as Record<string, unknown>) };
+    (copy as Record<string, unknown>)[key] = censored;
+  }
+  return (copy as T | undefined) ?? fields;
+}

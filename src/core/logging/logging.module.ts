@@ -8,7 +8,7 @@ import type { Options } from 'pino-http';
 import type { AppConfig } from '../config/config.js';
 import { APP_CONFIG } from '../config/config.module.js';
 import { requestRoute } from '../http/request-route.js';
-import { redactKeys, redactUrl } from './log-redaction.js';
+import { censorSecrets, redactKeys, redactUrl } from './log-redaction.js';
 import { prettyTransport } from './pretty-transport.js';
 
 /** Where log lines go; undefined = stdout. Tests override it to read the lines. */
@@ -88,8 +88,9 @@ function loggerParams(config: AppConfig, destination?: DestinationStream): Param
     level: config.logLevel,
     timestamp: pino.stdTimeFunctions.isoTime,
     // Any field named `secret` (a webhook's signing secret) is never written.
-    redact: { paths: ['secret', '*.secret', '*.*.secret'], censor: '[Redacted]' },
-    ...(transport ? { transport } : { formatters: { level: (label: string) => ({ level: label }) } }),
+    ...(transport
+      ? { transport, formatters: { log: censorSecrets } }
+      : { formatters: { level: (label: string) => ({ level: label }), log: censorSecrets } }),
     genReqId: requestId,
     customLogLevel: levelWithin(config.logLevel),
     // Every line written during a request carries its id (`reqId`), and nothing else of the request: the
