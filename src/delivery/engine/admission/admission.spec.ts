@@ -139,56 +139,23 @@ describe('lanes: a host drained by several workers', () => {
 });
 
 describe('fewPickable: when a drain waits a moment before it picks', () => {
-  const busy = (entries: [string, number][]) => new Map(entries);
+  const busy = (inFlight: Record<string, number>) => new Map(Object.entries(inFlight));
 
   it('waits while the room is under a quarter of the limit, as before webhooks count', () => {
-    expect(fewPickable(10, 80, 1_000_000, [], busy([]))).toBe(true);
-    expect(fewPickable(20, 80, 1_000_000, [], busy([]))).toBe(false);
-    expect(fewPickable(1, 2, 1_000_000, [], busy([]))).toBe(true);
+    expect(fewPickable(10, 80, 1_000_000, [], busy({}))).toBe(true);
+    expect(fewPickable(20, 80, 1_000_000, [], busy({}))).toBe(false);
+    expect(fewPickable(1, 2, 1_000_000, [], busy({}))).toBe(true);
   });
 
   it("waits while the webhooks' caps leave little to pick, however large the host's room", () => {
     // Two webhooks capped at 20 with 37 in flight: 3 could go, of the 40 they take at once.
-    expect(
-      fewPickable(
-        41,
-        78,
-        20,
-        ['a', 'b'],
-        busy([
-          ['a', 19],
-          ['b', 18],
-        ]),
-      ),
-    ).toBe(true);
+    expect(fewPickable(41, 78, 20, ['a', 'b'], busy({ a: 19, b: 18 }))).toBe(true);
     // Half their caps free: a pick fills 20.
-    expect(
-      fewPickable(
-        58,
-        78,
-        20,
-        ['a', 'b'],
-        busy([
-          ['a', 10],
-          ['b', 10],
-        ]),
-      ),
-    ).toBe(false);
+    expect(fewPickable(58, 78, 20, ['a', 'b'], busy({ a: 10, b: 10 }))).toBe(false);
   });
 
   it('counts a webhook with nothing in flight at its whole cap, and the host room when it is less', () => {
-    expect(
-      fewPickable(
-        30,
-        200,
-        20,
-        ['a', 'b', 'c'],
-        busy([
-          ['a', 20],
-          ['b', 20],
-        ]),
-      ),
-    ).toBe(false);
-    expect(fewPickable(5, 200, 20, ['a', 'b', 'c'], busy([]))).toBe(true);
+    expect(fewPickable(30, 200, 20, ['a', 'b', 'c'], busy({ a: 20, b: 20 }))).toBe(false);
+    expect(fewPickable(5, 200, 20, ['a', 'b', 'c'], busy({}))).toBe(true);
   });
 });
