@@ -87,10 +87,10 @@ function loggerParams(config: AppConfig, destination?: DestinationStream): Param
   const options: Options<HttpRequest, ServerResponse> = {
     level: config.logLevel,
     timestamp: pino.stdTimeFunctions.isoTime,
-    // Any field named `secret` (a webhook's signing secret) is never written.
-    ...(transport
-      ? { transport, formatters: { log: censorSecrets } }
-      : { formatters: { level: (label: string) => ({ level: label }), log: censorSecrets } }),
+    transport,
+    // The level by name (pino-pretty prints it itself); any field named `secret` (a webhook's signing
+    // secret) is never written.
+    formatters: { ...(transport ? {} : { level: (label: string) => ({ level: label }) }), log: censorSecrets },
     genReqId: requestId,
     customLogLevel: levelWithin(config.logLevel),
     // Every line written during a request carries its id (`reqId`), and nothing else of the request: the
