@@ -1,5 +1,6 @@
 import type { Test } from 'supertest';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { PinoLogger } from 'nestjs-pino';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import { API, client, registerWebhook } from '../support/management-api.js';
 import { createPortalLink, exchange, sessionClient, tokenOf } from '../support/portal.js';
@@ -208,5 +209,22 @@ describe('API keys in request logs (LOG_LEVEL=trace)', () => {
     for (const secret of [token.slice(5), session.slice(5)]) {
       expect(lines.filter((line) => line.includes(secret))).toEqual([]);
     }
+  });
+
+  it("never carry a field named secret, at the top or two levels down, through the app's logger", async () => {
+    const logger = await t.app.resolve(PinoLogger);
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=';
+    logger.info(
+      { probe: 'censor', secret, webhook: { secret }, list: [{ secret }], page: { webhook: { secret } } },
+      'probe',
+    );
+    const line = await waitFor(() => logLines().find((l) => l.probe === 'censor'), 5000, 'the probe line');
+    expect(line).toMatchObject({
+      secret: '[Redacted]',
+      webhook: { secret: '[Redacted]' },
+      list: [{ secret: '[Redacted]' }],
+      page: { webhook: { secret: '[Redacted]' } },
+    });
+    expect(lines.filter((raw) => raw.includes(secret))).toEqual([]);
   });
 });
