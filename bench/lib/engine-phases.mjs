@@ -23,7 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, request } from 'undici';
 import { apiRequest, postSubmissions } from './http-bench.mjs';
 import { PgActivitySampler, postgresBackends, processTree } from './pg-activity.mjs';
-import { CpuProbe, freePort, machineBusy, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
+import { CpuProbe, freePort, machineBusy, procMemoryMb, spawnNode, stopProcess, waitForHttp } from './processes.mjs';
 import { ReceiverGroup } from './receiver-group.mjs';
 import { searchPhase } from './search-phase.mjs';
 import { createWorkspace, envInt, insertWorkspaces, PG_URL, productEnv, REDIS_URL } from './setup.mjs';
@@ -167,6 +167,7 @@ export function enginePhases(ctx) {
   const { db, apiUrl, log } = ctx;
   const pgPort = Number(new URL(PG_URL).port || 5432);
 
+  const idleWorkerRss = [];
   const workerEnv = (metricsPort, extra = {}) =>
     productEnv(
       { dbName: ctx.dbName, queuePrefix: ctx.queuePrefix },
@@ -186,7 +187,11 @@ export function enginePhases(ctx) {
     // The floor's process is no worker of the product's: its memory is not the worker's.
     ctx.sampler.track(entry === 'dist/worker.js' ? 'worker' : 'floor-worker', handle);
     handle.metricsUrl = `http://127.0.0.1:${port}/metrics`;
-    if (waitReady) await waitForHttp(handle, handle.metricsUrl);
+    if (waitReady) {
+      await waitForHttp(handle, handle.metricsUrl);
+      // The worker's memory before any delivery: what the stack costs, the floor under every phase's peak.
+      if (entry === 'dist/worker.js') idleWorkerRss.push(procMemoryMb(handle.pid, 'VmRSS'));
+    }
     return handle;
   }
 
@@ -1182,7 +1187,7 @@ export function enginePhases(ctx) {
     cluster: clusterPhase,
     search: async () => ({ busyBefore: await machineBusy(), ...(await searchPhase(ctx)) }),
   };
-  return { settings, run: (key) => phases[key](), instantHosts };
+  return { settings, run: (key) => phases[key](), instantHosts, idleWorkerRss };
 }
 
 /** Runs the engine phases `runs(key)` selects into `results.engine`, each preceded by its busy reading. */
@@ -1197,6 +1202,8 @@ export async function runEnginePhases(ctx, runs, results) {
     results.machine.busyBefore[key] = result.busyBefore;
     results.engine[key] = result;
   }
+  const idle = engine.idleWorkerRss.filter((mb) => mb !== null);
+  if (idle.length) results.engine.idleWorkerRssMb = round(Math.min(...idle));
 }
 
 // ---------------------------------------------------------------------------------------------- report
@@ -1366,10 +1373,17 @@ export function engineTargets(results) {
   const thousand = e['host-thousand'];
   // Against ten hosts (the issue's row) and, beside it, the physical limit of its own work: the floor at the
   // same 1,000 receivers and 10,000 webhooks, whose connections and health rows ten hosts' 20 never pay.
+  // The most the first row can reach: the two floors' own ratio, what the same work costs at each.
+  const floors = [e['host-thousand-floor'], e['instant-floor-ten']];
+  const floorsRatio = floors.every((r) => r?.complete) ? floors[0].perSec / floors[1].perSec : null;
   for (const ceilingKey of ['instant-ten-hosts', 'host-thousand-floor']) {
     const ceiling = e[ceilingKey];
+    const bound =
+      ceilingKey === 'instant-ten-hosts' && floorsRatio !== null
+        ? `; host-thousand-floor against instant-floor-ten: ${fmt(floorsRatio * 100, 1)}%`
+        : '';
     ratioTarget({
-      name: `deliveries/s, ${fmt(thousand?.hosts ?? 1000)} hosts x ${thousand?.webhooksPerHost ?? 10} webhooks answering at once, one worker (ceiling: ${ceilingKey})`,
+      name: `deliveries/s, ${fmt(thousand?.hosts ?? 1000)} hosts x ${thousand?.webhooksPerHost ?? 10} webhooks answering at once, one worker (ceiling: ${ceilingKey}${bound})`,
       r: thousand,
       ceiling: ceiling?.complete ? ceiling.perSec : null,
       min: 0.85,
@@ -1439,7 +1453,7 @@ export function engineTargets(results) {
   const [rssKey, rssMb] = rss.reduce((max, entry) => (entry[1] > max[1] ? entry : max), [null, null]);
   add(
     {
-      name: `worker peak RSS (VmHWM), the engine phases' workers${rssKey ? ` (largest in ${rssKey})` : ''}`,
+      name: `worker peak RSS (VmHWM), the engine phases' workers${rssKey ? ` (largest in ${rssKey})` : ''}${e.idleWorkerRssMb ? `; a worker before its first delivery: ${fmt(e.idleWorkerRssMb)} MB` : ''}`,
       value: rssMb,
       target: '< 200 MB',
     },

@@ -43,19 +43,33 @@ export function evaluateTargets(results) {
   }
   // Each beside the physical limit of its own work, in the same run: the same Redis call or SQL in a bare app.
   for (const [key, label] of [
-    ['me', 'GET /me req/s (ceiling: bare NestJS + the same Redis call)'],
-    ['webhooks-list', 'GET /webhooks req/s (ceiling: bare NestJS + pg, the same SQL)'],
-    ['calculators', 'GET /calculators?limit=50 req/s (ceiling: bare NestJS + pg, the same SQL)'],
+    ['me', 'GET /me req/s (ceiling: bare NestJS + the same Redis call'],
+    ['webhooks-list', 'GET /webhooks req/s (ceiling: bare NestJS + pg, the same SQL'],
+    ['calculators', 'GET /calculators?limit=50 req/s (ceiling: bare NestJS + pg, the same SQL'],
   ]) {
-    const work = results.ceilings.work?.[key]?.requestsPerSec ?? null;
-    ratioTarget(label, results.http[key]?.requestsPerSec, work, 0.8, invalidity(key));
+    const work = results.ceilings.work?.[key] ?? null;
+    // The CPU each spends per request says what req/s on a shared machine cannot: how far apart the work is.
+    const cpu = [results.http[key], work].map((r) => r?.cpuMsPerRequest?.api);
+    const costs = cpu.every((ms) => typeof ms === 'number')
+      ? `; api CPU ${fmt(cpu[0], 3)} ms/req, bare ${fmt(cpu[1], 3)}`
+      : '';
+    ratioTarget(
+      `${label}${costs})`,
+      results.http[key]?.requestsPerSec,
+      work?.requestsPerSec ?? null,
+      0.8,
+      invalidity(key),
+    );
   }
-  const meanOf = (level) =>
+  const meanOf = (level, field = 'requestsPerSec') =>
     results.logCost
-      ? results.logCost.rounds.reduce((sum, r) => sum + r[level].requestsPerSec, 0) / results.logCost.rounds.length
+      ? results.logCost.rounds.reduce((sum, r) => sum + r[level][field], 0) / results.logCost.rounds.length
       : null;
+  const lineCpu = results.logCost
+    ? `; api CPU ${fmt(meanOf('info', 'apiCpuMsPerRequest'), 3)} ms/req at info, ${fmt(meanOf('silent', 'apiCpuMsPerRequest'), 3)} at silent`
+    : '';
   ratioTarget(
-    'GET /me req/s at LOG_LEVEL=info (ceiling: the same api at silent)',
+    `GET /me req/s at LOG_LEVEL=info (ceiling: the same api at silent${lineCpu})`,
     meanOf('info'),
     meanOf('silent'),
     0.9,
