@@ -1372,8 +1372,8 @@ export function engineTargets(results) {
   }
   const thousand = e['host-thousand'];
   // Against ten hosts (the issue's row) and, beside it, the physical limit of its own work: the floor at the
-  // same 1,000 receivers and 10,000 webhooks, whose connections and health rows ten hosts' 20 never pay.
-  // The most the first row can reach: the two floors' own ratio, what the same work costs at each.
+  // same 1,000 receivers and 10,000 webhooks, whose connections and health rows ten hosts' 20 never pay. The
+  // first row names the two floors' own ratio: near the most it can reach.
   const floors = [e['host-thousand-floor'], e['instant-floor-ten']];
   const floorsRatio = floors.every((r) => r?.complete) ? floors[0].perSec / floors[1].perSec : null;
   for (const ceilingKey of ['instant-ten-hosts', 'host-thousand-floor']) {
