@@ -42,10 +42,10 @@ export function evaluateTargets(results) {
     ratioTarget(label, results.http[key]?.requestsPerSec, nest, 0.5, invalidity(key));
   }
   // Each beside the physical limit of its own work, in the same run: the same Redis call or SQL in a bare app.
-  for (const [key, label] of [
-    ['me', 'GET /me req/s (ceiling: bare NestJS + the same Redis call'],
-    ['webhooks-list', 'GET /webhooks req/s (ceiling: bare NestJS + pg, the same SQL'],
-    ['calculators', 'GET /calculators?limit=50 req/s (ceiling: bare NestJS + pg, the same SQL'],
+  for (const [key, endpoint, ceiling] of [
+    ['me', 'GET /me req/s', 'bare NestJS + the same Redis call'],
+    ['webhooks-list', 'GET /webhooks req/s', 'bare NestJS + pg, the same SQL'],
+    ['calculators', 'GET /calculators?limit=50 req/s', 'bare NestJS + pg, the same SQL'],
   ]) {
     const work = results.ceilings.work?.[key] ?? null;
     // The CPU each spends per request says what req/s on a shared machine cannot: how far apart the work is.
@@ -54,7 +54,7 @@ export function evaluateTargets(results) {
       ? `; api CPU ${fmt(cpu[0], 3)} ms/req, bare ${fmt(cpu[1], 3)}`
       : '';
     ratioTarget(
-      `${label}${costs})`,
+      `${endpoint} (ceiling: ${ceiling}${costs})`,
       results.http[key]?.requestsPerSec,
       work?.requestsPerSec ?? null,
       0.8,

@@ -1,6 +1,6 @@
+import { PinoLogger } from 'nestjs-pino';
 import type { Test } from 'supertest';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
-import { PinoLogger } from 'nestjs-pino';
 import { LOG_DESTINATION } from '../../src/core/logging/logging.module.js';
 import { API, client, registerWebhook } from '../support/management-api.js';
 import { createPortalLink, exchange, sessionClient, tokenOf } from '../support/portal.js';
