@@ -171,8 +171,22 @@ describe('webhook delivery', () => {
       const [{ id: deliveryId }] = await t.dataSource.query('SELECT id FROM deliveries WHERE workspace_id = $1', [
         workspace.id,
       ]);
+      const recorded = async () =>
+        (await t.dataSource.query('SELECT attempt_count FROM deliveries WHERE id = $1', [deliveryId]))[0]
+          .attempt_count === 1;
+      await waitFor(recorded, 5000, 'the first attempt recorded');
       await waitFor(async () => (await queue.getJobState(wake)) === 'delayed', 5000, 'the wake for the retry');
-      await queue.remove(wake);
+      // A retry recorded after its drain left wakes the host itself, a moment after its commit: the wake
+      // is lost only once nothing adds it back.
+      await waitFor(
+        async () => {
+          await queue.remove(wake);
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          return (await queue.getJob(wake)) === undefined;
+        },
+        5000,
+        'the wake removed for good',
+      );
       expect(await queue.getJob(wake)).toBeUndefined();
 
       const delivery = await waitForEndedDelivery(api, webhook.id, 10_000);
