@@ -176,8 +176,8 @@ describe('webhook delivery', () => {
           .attempt_count === 1;
       await waitFor(recorded, 5000, 'the first attempt recorded');
       await waitFor(async () => (await queue.getJobState(wake)) === 'delayed', 5000, 'the wake for the retry');
-      // A retry recorded after its drain left wakes the host itself, a moment after its commit: the wake
-      // is lost only once nothing adds it back.
+      // A retry recorded after its drain left wakes the host itself, one Redis call after its commit: a
+      // wake still absent 250 ms (ten polls) after its removal is lost, not about to be added back.
       await waitFor(
         async () => {
           await queue.remove(wake);
